@@ -1,0 +1,120 @@
+#include "support/mem_fs.hpp"
+
+namespace kbuild::testing {
+
+namespace {
+std::string norm(const std::filesystem::path& path) {
+  std::string s = path.lexically_normal().string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  return s;
+}
+}  // namespace
+
+void MemFileSystem::put(const std::string& path, std::string content, bool executable) {
+  m_files[norm(path)] = {std::move(content), m_clock += 1000, executable};
+}
+
+void MemFileSystem::touch(const std::string& path) { m_files.at(norm(path)).mtime_ns = (m_clock += 1000); }
+
+bool MemFileSystem::is_dir(const std::string& path) const {
+  if (m_dirs.count(path)) return true;
+  std::string prefix = path + "/";
+  auto it = m_files.lower_bound(prefix);
+  if (it != m_files.end() && it->first.compare(0, prefix.size(), prefix) == 0) return true;
+  auto dit = m_dirs.lower_bound(prefix);
+  return dit != m_dirs.end() && dit->compare(0, prefix.size(), prefix) == 0;
+}
+
+util::FileStat MemFileSystem::stat(const std::filesystem::path& path) const {
+  util::FileStat st;
+  std::string p = norm(path);
+  if (auto it = m_files.find(p); it != m_files.end()) {
+    st.exists = st.is_file = true;
+    st.size = it->second.content.size();
+    st.mtime_ns = it->second.mtime_ns;
+    st.executable = it->second.executable;
+  } else if (is_dir(p)) {
+    st.exists = st.is_dir = true;
+  }
+  return st;
+}
+
+Result<std::string> MemFileSystem::read_file(const std::filesystem::path& path) const {
+  auto it = m_files.find(norm(path));
+  if (it == m_files.end()) return fail("cannot read " + path.string() + ": No such file or directory");
+  return it->second.content;
+}
+
+Result<void> MemFileSystem::write_file_atomic(const std::filesystem::path& path, std::string_view content,
+                                              bool executable) {
+  put(norm(path), std::string(content), executable);
+  m_written.push_back(norm(path));
+  return {};
+}
+
+Result<std::vector<util::DirEntry>> MemFileSystem::list_dir(const std::filesystem::path& path) const {
+  std::string p = norm(path);
+  if (!is_dir(p)) return fail("cannot list " + p);
+  std::map<std::string, util::DirEntry> entries;
+  std::string prefix = p + "/";
+  for (auto it = m_files.lower_bound(prefix); it != m_files.end() && it->first.starts_with(prefix); ++it) {
+    std::string rest = it->first.substr(prefix.size());
+    size_t slash = rest.find('/');
+    if (slash == std::string::npos)
+      entries[rest] = {rest, false, true};
+    else
+      entries[rest.substr(0, slash)] = {rest.substr(0, slash), true, false};
+  }
+  for (auto it = m_dirs.lower_bound(prefix); it != m_dirs.end() && it->starts_with(prefix); ++it) {
+    std::string rest = it->substr(prefix.size());
+    std::string name = rest.substr(0, rest.find('/'));
+    entries[name] = {name, true, false};
+  }
+  std::vector<util::DirEntry> out;
+  for (auto& [name, entry] : entries) out.push_back(entry);
+  return out;
+}
+
+Result<void> MemFileSystem::make_dirs(const std::filesystem::path& path) {
+  m_dirs.insert(norm(path));
+  return {};
+}
+
+Result<void> MemFileSystem::remove_all(const std::filesystem::path& path) {
+  std::string p = norm(path);
+  std::string prefix = p + "/";
+  m_files.erase(p);
+  for (auto it = m_files.lower_bound(prefix); it != m_files.end() && it->first.starts_with(prefix);)
+    it = m_files.erase(it);
+  m_dirs.erase(p);
+  for (auto it = m_dirs.lower_bound(prefix); it != m_dirs.end() && it->starts_with(prefix);) it = m_dirs.erase(it);
+  return {};
+}
+
+Result<void> MemFileSystem::rename(const std::filesystem::path& from, const std::filesystem::path& to) {
+  std::string f = norm(from), t = norm(to);
+  if (auto it = m_files.find(f); it != m_files.end()) {
+    m_files[t] = it->second;
+    m_files.erase(f);
+    return {};
+  }
+  if (!is_dir(f)) return fail("cannot rename " + f + ": No such file or directory");
+  std::string prefix = f + "/";
+  std::vector<std::pair<std::string, File>> moved;
+  for (auto it = m_files.lower_bound(prefix); it != m_files.end() && it->first.starts_with(prefix);) {
+    moved.emplace_back(t + "/" + it->first.substr(prefix.size()), it->second);
+    it = m_files.erase(it);
+  }
+  for (auto& [path, file] : moved) m_files[path] = file;
+  std::vector<std::string> dirs;
+  for (auto it = m_dirs.lower_bound(prefix); it != m_dirs.end() && it->starts_with(prefix);) {
+    dirs.push_back(t + "/" + it->substr(prefix.size()));
+    it = m_dirs.erase(it);
+  }
+  m_dirs.erase(f);
+  m_dirs.insert(t);
+  for (auto& d : dirs) m_dirs.insert(d);
+  return {};
+}
+
+}  // namespace kbuild::testing

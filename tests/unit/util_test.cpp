@@ -1,0 +1,66 @@
+#include <gtest/gtest.h>
+
+#include "kbuild/util/hash.hpp"
+#include "kbuild/util/strings.hpp"
+#include "kbuild/util/version.hpp"
+
+using namespace kbuild::util;
+
+TEST(Hash, Sha256KnownAnswers) {
+  EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(sha256_hex("hello world"), "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9");
+}
+
+TEST(Hash, DigestValueIsBase64OfRawSha256) {
+  // The example of the metadata.json digest spec: a file containing "hello world".
+  EXPECT_EQ(base64_encode(Hasher().update("hello world").finish_raw()), "uU0nuZNNPgilLlLX2n2r+sSE7+N6U4DukIj3rOLvzek=");
+}
+
+TEST(Hash, GitBlobIds) {
+  EXPECT_EQ(git_blob_id(""), "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391");
+  EXPECT_EQ(git_blob_id("Hello, World!"), "b45ef6fec89518d314f546fd6c3025367b721684");
+}
+
+TEST(Hash, Base64RoundTripAndPadding) {
+  EXPECT_EQ(base64_encode("f"), "Zg==");
+  EXPECT_EQ(base64_encode("fo"), "Zm8=");
+  EXPECT_EQ(base64_encode("foo"), "Zm9v");
+  std::string decoded;
+  ASSERT_TRUE(base64_decode("Zm9vYmFy", decoded));
+  EXPECT_EQ(decoded, "foobar");
+  ASSERT_TRUE(base64_decode("Zg==", decoded));
+  EXPECT_EQ(decoded, "f");
+  EXPECT_FALSE(base64_decode("Z*==", decoded));
+}
+
+TEST(Hash, Base32LowerNoPad) {
+  // RFC 4648 test vectors, lowercased, padding removed.
+  EXPECT_EQ(base32_lower_nopad("foobar"), "mzxw6ytboi");
+  EXPECT_EQ(base32_lower_nopad("f"), "my");
+  EXPECT_EQ(base32_lower_nopad(std::string(8, '\0')).size(), 13u);
+}
+
+TEST(Hash, FieldsAreDelimited) {
+  EXPECT_NE(Hasher().field("ab").field("c").finish_hex(), Hasher().field("a").field("bc").finish_hex());
+}
+
+TEST(Version, ParseAndCompareIgnoringTrailingZeros) {
+  auto a = Version::parse("2.10.0"), b = Version::parse("2.10");
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(*a, *b);
+  EXPECT_LT(*Version::parse("2.9"), *Version::parse("2.10"));
+  EXPECT_EQ(Version::parse("13.0.88")->major_minor(), "13.0");
+  EXPECT_FALSE(Version::parse(""));
+  EXPECT_FALSE(Version::parse("2."));
+  EXPECT_FALSE(Version::parse("2.x"));
+  EXPECT_FALSE(Version::parse("-1"));
+}
+
+TEST(Strings, ShellQuoting) {
+  EXPECT_EQ(shell_join({"g++", "-O3", "a b.cpp", "it's"}), "g++ -O3 'a b.cpp' 'it'\\''s'");
+}
+
+TEST(Strings, ClosestMatch) {
+  EXPECT_EQ(closest_match("bakends", {"backends", "name", "version"}), "backends");
+  EXPECT_EQ(closest_match("zzzzzz", {"backends", "name"}), "");
+}

@@ -1,0 +1,36 @@
+#pragma once
+// The steps `kbuild build` shares with other commands (check, publish): loading and validating the
+// kernel's build.toml with diagnostics, and the ids that name a build.
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "kbuild/config/build_toml.hpp"
+#include "kbuild/layout/metadata.hpp"
+#include "kbuild/util/fs.hpp"
+#include "kbuild/util/process.hpp"
+#include "kbuild/util/result.hpp"
+
+namespace kbuild::cli {
+
+/// Loads <kernel_dir>/build.toml; prints every diagnostic to stderr; error (exit code 2) when any
+/// is an error.
+Result<config::KernelConfig> load_config_reporting(const util::FileSystem& fs, const std::filesystem::path& kernel_dir);
+
+struct BuildIdentity {
+  std::string unique_id;  ///< the ops id suffix
+  std::optional<layout::GitProvenance> kernel_git;
+};
+
+/// The unique id: `explicit_id` if given; else the kernel directory's git tree id (7 hex, "_dirty"
+/// appended when tracked files changed); else a random id created once and kept in
+/// <work_dir>/unique-id (a directory outside git has no revision to name).
+Result<BuildIdentity> build_identity(util::FileSystem& fs, util::ProcessLauncher& launcher,
+                                     const std::filesystem::path& kernel_dir, const std::filesystem::path& work_dir,
+                                     const std::optional<std::string>& explicit_id);
+
+/// Whether `id` can be part of a Python identifier (letters, digits, '_').
+bool is_valid_unique_id(const std::string& id);
+
+}  // namespace kbuild::cli

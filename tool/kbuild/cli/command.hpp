@@ -1,0 +1,47 @@
+#pragma once
+// Shared pieces of the command-line layer. Each command lives in cmd_<name>.cpp with an options
+// struct, a register function (CLI11 wiring) and a run function returning Result<ExitCode>. Only
+// app.cpp prints errors and turns them into exit codes.
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kbuild/util/fs.hpp"
+#include "kbuild/util/process.hpp"
+#include "kbuild/util/result.hpp"
+
+namespace kbuild::cli {
+
+/// The side-effect providers commands use (real ones in the executable, fakes in tests).
+struct Services {
+  util::FileSystem& fs;
+  util::ProcessLauncher& launcher;
+};
+
+using CommandAction = std::function<Result<ExitCode>(Services&)>;
+
+/// Registration: adds a subcommand to `app` and, when it is selected, stores its action in `action`.
+using Registrar = void (*)(CLI::App& app, CommandAction& action);
+
+void register_build(CLI::App& app, CommandAction& action);
+void register_clean(CLI::App& app, CommandAction& action);
+void register_check(CLI::App& app, CommandAction& action);
+void register_init(CLI::App& app, CommandAction& action);
+
+/// The kbuild version ("0.1.0").
+const char* version();
+/// The builder identification written into metadata.json provenance ("kbuild/0.1.0").
+std::string builder_id();
+
+/// Absolute, normalised kernel directory from a command-line argument ("." by default).
+std::filesystem::path absolute_dir(const std::string& dir);
+/// Number of CPUs available to this process.
+size_t available_cpus();
+/// Whether `stream` is a terminal that understands escape sequences.
+bool is_smart_terminal(std::FILE* stream);
+
+}  // namespace kbuild::cli

@@ -1,0 +1,44 @@
+#pragma once
+// build.toml parsing and validation, compatible with kernel-builder's kernels-data crate:
+// edition 5 is the current schema, an edition-less file is read as v4 and upgraded in memory with a
+// warning, v3 and older are refused with a hint. Every table denies unknown keys. All problems of a
+// file are reported at once.
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kbuild/config/diagnostic.hpp"
+#include "kbuild/config/model.hpp"
+#include "kbuild/util/fs.hpp"
+
+namespace kbuild::config {
+
+struct ParseOutcome {
+  /// Set when there is no error-severity diagnostic.
+  std::optional<KernelConfig> config;
+  std::vector<Diagnostic> diagnostics;
+  /// Location of every value that names a file, keyed "kernel.<name>.src[i]", "torch.src[i]", ...
+  std::vector<std::pair<std::string, SourceLocation>> path_locations;
+};
+
+/// Parses the text of a build.toml. `file_name` is used in diagnostics only.
+ParseOutcome parse_build_toml(std::string_view text, const std::string& file_name);
+
+/// Checks the files a parsed config refers to, relative to the kernel directory `root`: sources and
+/// include directories exist, and the Python package torch-ext/<python_name>/__init__.py is there.
+std::vector<Diagnostic> check_project_files(const ParseOutcome& outcome, const util::FileSystem& fs,
+                                            const std::filesystem::path& root, const std::string& file_name);
+
+/// Reads `<root>/build.toml`, parses and checks it. Diagnostics are always returned; `config` is set
+/// only when there is no error.
+ParseOutcome load_kernel_config(const util::FileSystem& fs, const std::filesystem::path& root);
+
+bool is_valid_kernel_name(std::string_view name);
+bool is_valid_git_url(std::string_view url);
+/// A CUDA capability as build.toml writes it: "9.0", "10.0a", "12.0f", "8.0+PTX".
+bool is_valid_cuda_capability(std::string_view capability);
+
+}  // namespace kbuild::config

@@ -1,0 +1,77 @@
+#include <algorithm>
+
+#include "kbuild/config/diagnostic.hpp"
+#include "kbuild/config/model.hpp"
+
+namespace kbuild::config {
+
+namespace {
+struct BackendName {
+  Backend backend;
+  const char* name;
+};
+constexpr BackendName k_backend_names[] = {
+    {Backend::cann, "cann"},     {Backend::cpu, "cpu"},   {Backend::cuda, "cuda"},
+    {Backend::metal, "metal"},   {Backend::neuron, "neuron"}, {Backend::rocm, "rocm"},
+    {Backend::tpu, "tpu"},       {Backend::xpu, "xpu"},
+};
+}  // namespace
+
+std::string to_string(Backend backend) {
+  for (const auto& entry : k_backend_names)
+    if (entry.backend == backend) return entry.name;
+  return "?";
+}
+
+std::optional<Backend> parse_backend(std::string_view name) {
+  for (const auto& entry : k_backend_names)
+    if (name == entry.name) return entry.backend;
+  return std::nullopt;
+}
+
+const std::vector<std::string>& backend_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const auto& entry : k_backend_names) out.push_back(entry.name);
+    return out;
+  }();
+  return names;
+}
+
+std::string General::python_name() const {
+  std::string out = name;
+  std::replace(out.begin(), out.end(), '-', '_');
+  return out;
+}
+
+std::vector<const KernelComponent*> KernelConfig::components_for(Backend backend) const {
+  std::vector<const KernelComponent*> out;
+  for (const auto& component : kernels)
+    if (component.backend == backend) out.push_back(&component);
+  return out;
+}
+
+std::string format_diagnostic(const Diagnostic& d) {
+  std::string out = d.location.file;
+  if (d.location.line > 0) {
+    out += ":" + std::to_string(d.location.line);
+    if (d.location.column > 0) out += ":" + std::to_string(d.location.column);
+  }
+  out += d.severity == Severity::error ? ": error: " : ": warning: ";
+  out += d.message + "\n";
+  if (!d.hint.empty()) out += "  hint: " + d.hint + "\n";
+  return out;
+}
+
+std::string format_diagnostics(const std::vector<Diagnostic>& diagnostics) {
+  std::string out;
+  for (const auto& d : diagnostics) out += format_diagnostic(d);
+  return out;
+}
+
+bool has_errors(const std::vector<Diagnostic>& diagnostics) {
+  return std::any_of(diagnostics.begin(), diagnostics.end(),
+                     [](const Diagnostic& d) { return d.severity == Severity::error; });
+}
+
+}  // namespace kbuild::config

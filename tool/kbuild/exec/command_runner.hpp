@@ -1,0 +1,56 @@
+#pragma once
+// Running build commands concurrently. The executor starts commands and waits for any of them to
+// finish; SubprocessRunner does it with real processes, tests use a scripted fake.
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kbuild/util/result.hpp"
+
+namespace kbuild::exec {
+
+struct CommandResult {
+  size_t token = 0;        ///< what start() was given
+  int exit_code = 0;       ///< 128 + signal when killed
+  std::string output;      ///< stdout and stderr, interleaved as written
+  double seconds = 0;
+};
+
+class CommandRunner {
+ public:
+  virtual ~CommandRunner() = default;
+  /// Starts argv; `token` comes back in the CommandResult. Error if it could not be started.
+  virtual Result<void> start(size_t token, const std::vector<std::string>& argv) = 0;
+  /// Blocks until one running command finishes and returns it. nullopt when nothing is running or
+  /// an interrupt arrived (see interrupt.hpp).
+  virtual std::optional<CommandResult> wait() = 0;
+  /// Terminates every running command (SIGTERM to its process group, SIGKILL after a grace period)
+  /// and reaps them.
+  virtual void abort_all() = 0;
+  virtual size_t running() const = 0;
+};
+
+/// Real processes: posix_spawn, each command in its own process group, output through a pipe.
+class SubprocessRunner final : public CommandRunner {
+ public:
+  SubprocessRunner();
+  ~SubprocessRunner() override;
+  Result<void> start(size_t token, const std::vector<std::string>& argv) override;
+  std::optional<CommandResult> wait() override;
+  void abort_all() override;
+  size_t running() const override { return m_children.size(); }
+
+ private:
+  struct Child {
+    size_t token;
+    int pid;
+    int fd;
+    std::string output;
+    double started;
+  };
+  std::vector<Child> m_children;
+};
+
+}  // namespace kbuild::exec

@@ -1,0 +1,62 @@
+#pragma once
+// Runs a JobGraph: decides what is stale, runs stale jobs in dependency order with at most N
+// commands at once, records what each job read and wrote, and stops cleanly on failure or Ctrl-C.
+//
+// Staleness (like ninja, with exact comparison instead of "newer than"): a job is stale when it has
+// no record, its key changed, an output is missing or differs in mtime/size from what was recorded,
+// an input (explicit or listed in its depfile) differs from what was recorded, or one of its
+// dependencies is stale. Everything is decided before the first job starts, so "[n/m]" counts only
+// jobs that will run, and a no-op build does nothing but stat files.
+//
+// Outputs: a command writes job.temp_output; on success it is renamed to outputs[0]; on failure or
+// interrupt it is deleted. In-process jobs write atomically themselves.
+
+#include <cstddef>
+
+#include "kbuild/exec/build_state.hpp"
+#include "kbuild/exec/command_runner.hpp"
+#include "kbuild/exec/job_cache.hpp"
+#include "kbuild/exec/reporter.hpp"
+#include "kbuild/plan/graph.hpp"
+#include "kbuild/util/fs.hpp"
+
+namespace kbuild::exec {
+
+struct ExecutorOptions {
+  size_t jobs = 1;          ///< maximum commands at once (-j)
+  bool keep_going = false;  ///< keep starting independent jobs after a failure
+};
+
+struct ExecSummary {
+  size_t total = 0;       ///< jobs in the graph
+  size_t stale = 0;       ///< jobs that needed work
+  size_t ran = 0;         ///< commands and actions executed (cache hits excluded)
+  size_t cache_hits = 0;
+  size_t failed = 0;
+  size_t not_run = 0;     ///< stale jobs skipped after a failure or interrupt
+  bool interrupted = false;
+  bool ok() const { return failed == 0 && !interrupted && not_run == 0; }
+};
+
+class Executor {
+ public:
+  Executor(const plan::JobGraph& graph, CommandRunner& runner, util::FileSystem& fs, BuildState& state,
+           Reporter& reporter, ExecutorOptions options, JobCache* cache = nullptr)
+      : m_graph(graph), m_runner(runner), m_fs(fs), m_state(state), m_reporter(reporter), m_options(options),
+        m_cache(cache) {}
+
+  ExecSummary run();
+
+ private:
+  void record(size_t index, const std::vector<FileRecord>& explicit_inputs, StatCache& stats);
+
+  const plan::JobGraph& m_graph;
+  CommandRunner& m_runner;
+  util::FileSystem& m_fs;
+  BuildState& m_state;
+  Reporter& m_reporter;
+  ExecutorOptions m_options;
+  JobCache* m_cache;
+};
+
+}  // namespace kbuild::exec

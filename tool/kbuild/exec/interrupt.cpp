@@ -1,0 +1,51 @@
+#include "kbuild/exec/interrupt.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+
+namespace kbuild::exec {
+
+namespace {
+std::atomic<bool> g_interrupted{false};
+int g_pipe[2] = {-1, -1};
+
+void on_signal(int) {
+  g_interrupted.store(true);
+  if (g_pipe[1] >= 0) {
+    char byte = 1;
+    [[maybe_unused]] auto ignored = ::write(g_pipe[1], &byte, 1);
+  }
+}
+}  // namespace
+
+void install_interrupt_handlers() {
+  if (g_pipe[0] >= 0) return;
+  if (::pipe2(g_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return;
+  struct sigaction action {};
+  action.sa_handler = on_signal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = 0;  // no SA_RESTART: blocking calls return EINTR and re-check the flag
+  ::sigaction(SIGINT, &action, nullptr);
+  ::sigaction(SIGTERM, &action, nullptr);
+  ::sigaction(SIGHUP, &action, nullptr);
+}
+
+bool interrupted() { return g_interrupted.load(); }
+
+int interrupt_fd() { return g_pipe[0]; }
+
+void raise_interrupt_for_testing() { on_signal(SIGINT); }
+
+void reset_interrupt_for_testing() {
+  g_interrupted.store(false);
+  if (g_pipe[0] >= 0) {
+    char buffer[64];
+    while (::read(g_pipe[0], buffer, sizeof buffer) > 0) {
+    }
+  }
+}
+
+}  // namespace kbuild::exec

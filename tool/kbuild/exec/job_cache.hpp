@@ -1,0 +1,21 @@
+#pragma once
+// The executor's view of the compile cache (implemented in cache/): restore a job's outputs instead
+// of running it, and remember them afterwards. A cache never fails a build: errors are warnings.
+
+#include <string>
+#include <vector>
+
+#include "kbuild/plan/graph.hpp"
+
+namespace kbuild::exec {
+
+class JobCache {
+ public:
+  virtual ~JobCache() = default;
+  /// Tries to produce the job's outputs (and depfile) from the cache; true on a hit.
+  virtual bool restore(const plan::Job& job) = 0;
+  /// Called after the job succeeded with its outputs in place and its depfile's prerequisites.
+  virtual void store(const plan::Job& job, const std::vector<std::string>& prerequisites) = 0;
+};
+
+}  // namespace kbuild::exec

@@ -1,0 +1,130 @@
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "kbuild/exec/command_runner.hpp"
+#include "kbuild/exec/interrupt.hpp"
+#include "kbuild/util/process.hpp"
+
+extern char** environ;
+
+namespace kbuild::exec {
+
+namespace {
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+int reap(int pid) {
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+}  // namespace
+
+SubprocessRunner::SubprocessRunner() = default;
+
+SubprocessRunner::~SubprocessRunner() { abort_all(); }
+
+Result<void> SubprocessRunner::start(size_t token, const std::vector<std::string>& argv) {
+  if (argv.empty()) return fail("internal error: empty command");
+  auto program = util::find_program(argv[0]);
+  if (!program) return fail("program not found: " + argv[0], "check PATH", ExitCode::toolchain);
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return fail(std::string("pipe: ") + std::strerror(errno));
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  // Own process group: a terminal's Ctrl-C reaches kbuild only, which then stops children in order.
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setpgroup(&attr, 0);
+  sigset_t empty, defaults;
+  sigemptyset(&empty);
+  posix_spawnattr_setsigmask(&attr, &empty);
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGINT);
+  sigaddset(&defaults, SIGTERM);
+  sigaddset(&defaults, SIGHUP);
+  sigaddset(&defaults, SIGPIPE);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  std::vector<char*> args;
+  for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  int rc = ::posix_spawn(&pid, program->c_str(), &actions, &attr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  ::close(fds[1]);
+  if (rc != 0) {
+    ::close(fds[0]);
+    return fail("cannot run " + argv[0] + ": " + std::strerror(rc), "", ExitCode::toolchain);
+  }
+  m_children.push_back({token, pid, fds[0], {}, now_seconds()});
+  return {};
+}
+
+std::optional<CommandResult> SubprocessRunner::wait() {
+  while (!m_children.empty()) {
+    if (interrupted()) return std::nullopt;
+    std::vector<pollfd> fds;
+    for (const auto& child : m_children) fds.push_back({child.fd, POLLIN, 0});
+    int signal_fd = interrupt_fd();
+    if (signal_fd >= 0) fds.push_back({signal_fd, POLLIN, 0});
+    if (::poll(fds.data(), fds.size(), -1) < 0) {
+      if (errno == EINTR) continue;
+      return std::nullopt;
+    }
+    for (size_t i = 0; i < m_children.size(); ++i) {
+      if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      Child& child = m_children[i];
+      char buffer[65536];
+      ssize_t n = ::read(child.fd, buffer, sizeof buffer);
+      if (n > 0) {
+        child.output.append(buffer, static_cast<size_t>(n));
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      // EOF: the child closed its output; reap it.
+      ::close(child.fd);
+      CommandResult result{child.token, reap(child.pid), std::move(child.output), now_seconds() - child.started};
+      m_children.erase(m_children.begin() + static_cast<std::ptrdiff_t>(i));
+      return result;
+    }
+  }
+  return std::nullopt;
+}
+
+void SubprocessRunner::abort_all() {
+  for (const auto& child : m_children) ::kill(-child.pid, SIGTERM);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  for (auto& child : m_children) {
+    int status = 0;
+    while (true) {
+      pid_t done = ::waitpid(child.pid, &status, WNOHANG);
+      if (done == child.pid || (done < 0 && errno != EINTR)) break;
+      if (std::chrono::steady_clock::now() > deadline) {
+        ::kill(-child.pid, SIGKILL);
+        reap(child.pid);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ::close(child.fd);
+  }
+  m_children.clear();
+}
+
+}  // namespace kbuild::exec

@@ -1,0 +1,97 @@
+#include "kbuild/layout/metadata.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+namespace kbuild::layout {
+
+using ordered_json = nlohmann::ordered_json;
+
+namespace {
+ordered_json dependency_json(const config::KernelDependency& dep) {
+  ordered_json j;
+  j["repo-id"] = dep.repo_id;
+  if (dep.version) j["version"] = *dep.version;
+  if (dep.revision) j["revision"] = *dep.revision;
+  return j;
+}
+}  // namespace
+
+std::string Metadata::to_json() const {
+  ordered_json j;
+  j["name"] = name;
+  j["id"] = id;
+  j["version"] = version;
+  j["license"] = license;
+  if (upstream) j["upstream"] = *upstream;
+  if (source) j["source"] = *source;
+  j["python-depends"] = python_depends;
+  j["kernel-depends"] = ordered_json::array();
+  for (const auto& dep : kernel_depends) j["kernel-depends"].push_back(dependency_json(dep));
+  j["backend"] = {{"type", config::to_string(backend)}};
+  if (!archs.empty()) j["backend"]["archs"] = archs;
+  if (digest) {
+    ordered_json files = ordered_json::object();
+    for (const auto& [path, value] : *digest) files[path] = value;
+    j["digest"] = {{"algorithm", "sha256"}, {"files", files}};
+  }
+  ordered_json provenance;
+  provenance["kernel-builder"] = {{"version", builder_version}};
+  if (kernel) provenance["kernel"] = {{"commit", kernel->commit}, {"dirty", kernel->dirty}};
+  j["provenance"] = provenance;
+  return j.dump(2) + "\n";
+}
+
+Result<Metadata> Metadata::parse(std::string_view text) {
+  try {
+    auto j = nlohmann::json::parse(text);
+    Metadata m;
+    m.name = j.at("name");
+    m.id = j.at("id");
+    m.version = j.at("version");
+    m.license = j.value("license", "");
+    if (j.contains("upstream")) m.upstream = j["upstream"];
+    if (j.contains("source")) m.source = j["source"];
+    m.python_depends = j.at("python-depends").get<std::vector<std::string>>();
+    auto backend = config::parse_backend(j.at("backend").at("type").get<std::string>());
+    if (!backend) return fail("unknown backend type in metadata.json");
+    m.backend = *backend;
+    if (j["backend"].contains("archs")) m.archs = j["backend"]["archs"].get<std::vector<std::string>>();
+    if (j.contains("digest")) {
+      if (j["digest"].at("algorithm") != "sha256") return fail("unsupported digest algorithm in metadata.json");
+      Digest digest;
+      for (const auto& [path, value] : j["digest"].at("files").items()) digest[path] = value;
+      m.digest = digest;
+    }
+    if (j.contains("provenance")) {
+      const auto& p = j["provenance"];
+      m.builder_version = p.at("kernel-builder").at("version");
+      if (p.contains("kernel")) m.kernel = GitProvenance{p["kernel"].at("commit"), p["kernel"].at("dirty")};
+    }
+    return m;
+  } catch (const std::exception& e) {
+    return fail(std::string("invalid metadata.json: ") + e.what());
+  }
+}
+
+Metadata metadata_for(const config::KernelConfig& config, config::Backend backend, const std::string& ops_id) {
+  Metadata m;
+  const config::General& g = config.general;
+  m.name = g.name;
+  m.id = ops_id;
+  m.version = g.version;
+  m.license = g.license;
+  m.upstream = g.upstream;
+  m.source = g.source;
+  m.python_depends = g.python_depends;
+  m.kernel_depends = g.kernel_depends;
+  if (auto it = g.backend_depends.find(backend); it != g.backend_depends.end()) {
+    m.python_depends.insert(m.python_depends.end(), it->second.python_depends.begin(), it->second.python_depends.end());
+    m.kernel_depends.insert(m.kernel_depends.end(), it->second.kernel_depends.begin(), it->second.kernel_depends.end());
+  }
+  m.backend = backend;
+  return m;
+}
+
+}  // namespace kbuild::layout

@@ -1,0 +1,44 @@
+#pragma once
+// metadata.json of a variant (spec §4.1). Keys are written in kernel-builder's order: name, id,
+// version, license, upstream, source, python-depends, kernel-depends, backend, digest, provenance;
+// pretty-printed with two spaces and a trailing newline. The bytes matter (they are what gets signed
+// and what the reproducibility check compares), so the writer is deterministic.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kbuild/config/model.hpp"
+#include "kbuild/layout/digest.hpp"
+#include "kbuild/util/result.hpp"
+
+namespace kbuild::layout {
+
+struct GitProvenance {
+  std::string commit;  ///< 40 (or 64) lowercase hex
+  bool dirty = false;
+};
+
+struct Metadata {
+  std::string name;
+  std::string id;  ///< the ops id
+  std::int64_t version = 0;
+  std::string license;
+  std::optional<std::string> upstream;
+  std::optional<std::string> source;
+  std::vector<std::string> python_depends;
+  std::vector<config::KernelDependency> kernel_depends;
+  config::Backend backend = config::Backend::cpu;
+  std::vector<std::string> archs;  ///< empty: omitted
+  std::optional<Digest> digest;
+  std::string builder_version;  ///< written as provenance."kernel-builder".version
+  std::optional<GitProvenance> kernel;
+
+  std::string to_json() const;
+  static Result<Metadata> parse(std::string_view text);
+};
+
+/// The metadata fields of a config for one backend (no digest, archs or provenance yet).
+Metadata metadata_for(const config::KernelConfig& config, config::Backend backend, const std::string& ops_id);
+
+}  // namespace kbuild::layout

@@ -1,0 +1,34 @@
+#pragma once
+// CUDA architecture selection, following kernel-builder (spec §1.3): a default capability list per
+// CUDA toolkit version, and the "loose intersection" of a component's cuda-capabilities with it.
+
+#include <string>
+#include <vector>
+
+#include "kbuild/util/version.hpp"
+
+namespace kbuild::plan {
+
+/// The default capability list for a CUDA toolkit version, e.g. {"7.5", ..., "12.1+PTX"} for 13.x.
+std::vector<std::string> default_cuda_capabilities(const util::Version& cuda);
+
+/// kernel-builder's cuda_archs_loose_intersection(requested, base): for each base arch, the highest
+/// requested arch <= it with the same major (PTX-requested archs match across majors); "a"/"f"
+/// suffixed requests kept when their base is in `base`; "+PTX" re-applied. Sorted naturally.
+/// `base` must not carry +PTX suffixes. An empty result means "nothing to build".
+std::vector<std::string> loose_intersection(const std::vector<std::string>& requested,
+                                            const std::vector<std::string>& base);
+
+/// The effective capabilities of a component: `requested` intersected with the defaults, or the
+/// defaults (with their +PTX) when nothing was requested.
+std::vector<std::string> effective_cuda_capabilities(const std::vector<std::string>& requested,
+                                                     const util::Version& cuda);
+
+/// nvcc -gencode arguments for capabilities ("9.0" -> arch=compute_90,code=sm_90; "12.1+PTX" adds
+/// code=compute_121). Returns the flat argv list.
+std::vector<std::string> gencode_flags(const std::vector<std::string>& capabilities);
+
+/// Removes a "+PTX" suffix.
+std::string strip_ptx(const std::string& capability);
+
+}  // namespace kbuild::plan

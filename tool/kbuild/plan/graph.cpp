@@ -1,0 +1,32 @@
+#include "kbuild/plan/graph.hpp"
+
+#include <set>
+
+namespace kbuild::plan {
+
+const char* to_string(JobKind kind) {
+  switch (kind) {
+    case JobKind::compile_cxx: return "CXX";
+    case JobKind::compile_cuda: return "CUDA";
+    case JobKind::link: return "LINK";
+    case JobKind::install: return "INSTALL";
+  }
+  return "?";
+}
+
+Result<void> JobGraph::validate() const {
+  std::set<std::string> ids;
+  std::set<fs::path> outputs;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const Job& job = jobs[i];
+    if (!ids.insert(job.id).second) return fail("internal error: duplicate job id " + job.id);
+    for (const auto& output : job.outputs)
+      if (!outputs.insert(output).second) return fail("internal error: two jobs write " + output.string());
+    for (size_t dep : job.deps)
+      if (dep >= i) return fail("internal error: job " + job.id + " depends on a later job");
+    if (job.argv.empty() && !job.action) return fail("internal error: job " + job.id + " has nothing to do");
+  }
+  return {};
+}
+
+}  // namespace kbuild::plan

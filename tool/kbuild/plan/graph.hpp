@@ -1,0 +1,68 @@
+#pragma once
+// The job graph: what `kbuild build` executes. Jobs are plain data produced by the planner; the
+// executor (exec/executor.hpp) decides which are stale and runs them in dependency order.
+
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kbuild/util/fs.hpp"
+#include "kbuild/util/result.hpp"
+
+namespace kbuild::plan {
+
+namespace fs = std::filesystem;
+
+enum class JobKind {
+  compile_cxx,   ///< g++ -c, one translation unit
+  compile_cuda,  ///< nvcc -c, one translation unit
+  link,          ///< g++ -shared, one per variant
+  install,       ///< in-process: writes build/<variant>/ (Python files, _ops.py, library, metadata.json)
+};
+
+const char* to_string(JobKind kind);
+
+struct Job {
+  std::string id;           ///< unique and stable across runs: "<variant>/<kind>/<path>"
+  std::string description;  ///< one line for the progress display
+  std::string variant;      ///< the variant it belongs to
+  JobKind kind = JobKind::compile_cxx;
+
+  /// The command for compile and link jobs; empty for in-process jobs.
+  std::vector<std::string> argv;
+  /// For in-process jobs (install): the work itself. Must write its outputs atomically.
+  std::function<Result<void>(util::FileSystem&)> action;
+
+  std::vector<fs::path> inputs;   ///< files the job reads (headers come from the depfile)
+  std::vector<fs::path> outputs;  ///< outputs[0] is the primary output
+  /// The command writes here; the executor renames it to outputs[0] on success and deletes it on
+  /// failure, so an interrupted job never leaves a partial output behind.
+  std::optional<fs::path> temp_output;
+  std::optional<fs::path> depfile;  ///< Make-style depfile written by the compiler (-MD -MF)
+  std::vector<size_t> deps;         ///< indices of jobs whose outputs this job reads
+
+  /// What decides staleness besides the inputs' state: the command line, the toolchain identity,
+  /// the parameters of an in-process job. A change re-runs the job.
+  std::string key;
+  /// Whether the job may be served from, and stored into, the compile cache.
+  bool cacheable = false;
+  /// Everything the compile cache keys on besides file contents (see cache/key.hpp); set by the
+  /// planner with paths made relative, so that keys do not depend on the checkout's location.
+  std::string cache_key_base;
+};
+
+struct JobGraph {
+  std::vector<Job> jobs;
+
+  size_t add(Job job) {
+    jobs.push_back(std::move(job));
+    return jobs.size() - 1;
+  }
+  /// Error if a dependency index is out of range or refers forwards (the planner emits jobs in
+  /// topological order) or two jobs share an id or an output.
+  Result<void> validate() const;
+};
+
+}  // namespace kbuild::plan

@@ -1,0 +1,60 @@
+#pragma once
+// The planner turns (build.toml model, variants, toolchains) into a JobGraph. It is pure: it reads no
+// files and runs nothing; the caller passes the file listing of the Python package.
+//
+// Per compiled variant V (work = <kernel>/.kbuild, out = <kernel>/build):
+//   GEN      work/generated/registration.h            (shared by all variants)
+//   CXX      work/V/obj/<src>.o        for every .cpp/.cc/.cxx/.c of [torch].src and of V's components
+//   CUDA     work/V/obj/<src>.o        for every .cu of V's CUDA components (nvcc, one -gencode per arch)
+//   LINK     work/V/<ops-id>.abi3.so   all objects of V, against libtorch (+ libcudart)
+//   INSTALL  out/V/                    Python package, _ops.py, the library, metadata.json + digest
+// A noarch variant (torch-<backend>) only has INSTALL.
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kbuild/config/model.hpp"
+#include "kbuild/layout/metadata.hpp"
+#include "kbuild/plan/graph.hpp"
+#include "kbuild/plan/variant.hpp"
+#include "kbuild/toolchain/toolchain.hpp"
+#include "kbuild/util/result.hpp"
+
+namespace kbuild::plan {
+
+struct VariantBuild {
+  Variant variant;
+  const toolchain::Toolchain* toolchain = nullptr;  ///< null for noarch variants
+};
+
+struct PlanRequest {
+  const config::KernelConfig* config = nullptr;
+  fs::path kernel_dir;  ///< absolute
+  fs::path work_dir;    ///< absolute; intermediates (never shipped)
+  fs::path output_dir;  ///< absolute; build/
+  std::string unique_id;
+  /// Files under torch-ext/<python_name>/, relative to it, sorted.
+  std::vector<std::string> package_files;
+  std::vector<VariantBuild> variants;
+  int nvcc_threads = 0;  ///< --threads for nvcc; 0 leaves it out
+  std::string builder_version;
+  std::optional<layout::GitProvenance> kernel_git;
+  /// Prepended to every compiler command (e.g. {"ccache"}); empty for none.
+  std::vector<std::string> compiler_launcher;
+};
+
+/// "_" + python_name + "_" + backend + "_" + unique_id (spec §3.1).
+std::string ops_id(const std::string& python_name, config::Backend backend, const std::string& unique_id);
+
+/// Whether `path` is a translation unit, and of which kind; nullopt for headers and other files.
+std::optional<JobKind> compile_kind(const std::string& path);
+
+/// The effective CUDA capabilities of a variant: the union over its CUDA components, sorted as
+/// strings (that is how metadata.json lists them).
+std::vector<std::string> variant_cuda_archs(const config::KernelConfig& config, const util::Version& cuda);
+
+Result<JobGraph> plan_build(const PlanRequest& request);
+
+}  // namespace kbuild::plan

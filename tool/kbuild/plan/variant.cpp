@@ -1,0 +1,57 @@
+#include "kbuild/plan/variant.hpp"
+
+#include <regex>
+
+namespace kbuild::plan {
+
+std::string flatten_version(const util::Version& version) {
+  return std::to_string(version.major()) + std::to_string(version.minor());
+}
+
+std::string normalize_cpu(std::string_view machine) {
+  if (machine == "amd64" || machine == "AMD64" || machine == "x86_64") return "x86_64";
+  if (machine == "arm64" || machine == "ARM64" || machine == "aarch64") return "aarch64";
+  return std::string(machine);
+}
+
+std::string Variant::name() const {
+  if (kind == Kind::noarch) return "torch-" + config::to_string(backend);
+  std::string out = "torch" + flatten_version(torch);
+  if (cxx11_abi && os == "linux") out += "-cxx11";
+  if (backend == config::Backend::cuda && cuda)
+    out += "-cu" + flatten_version(*cuda);
+  else
+    out += "-" + config::to_string(backend);
+  return out + "-" + cpu + "-" + os;
+}
+
+std::optional<Variant> Variant::parse(std::string_view name) {
+  static const std::regex k_noarch(R"(^torch-(cpu|cuda|rocm|metal|xpu|neuron|tpu)$)");
+  // Minor versions are one digit for CUDA (the loader reads the last digit as the minor).
+  static const std::regex k_arch(
+      R"(^torch(\d)(\d+)(-cxx11)?-(cu(\d+)(\d)|cpu)-(x86_64|aarch64)-(linux)$)");
+  std::string text(name);
+  std::smatch match;
+  Variant variant;
+  if (std::regex_match(text, match, k_noarch)) {
+    variant.kind = Kind::noarch;
+    variant.backend = *config::parse_backend(match[1].str());
+    return variant;
+  }
+  if (!std::regex_match(text, match, k_arch)) return std::nullopt;
+  variant.torch = util::Version({static_cast<unsigned>(std::stoul(match[1])),
+                                 static_cast<unsigned>(std::stoul(match[2]))});
+  variant.cxx11_abi = match[3].matched;
+  if (match[4].str() == "cpu") {
+    variant.backend = config::Backend::cpu;
+  } else {
+    variant.backend = config::Backend::cuda;
+    variant.cuda = util::Version({static_cast<unsigned>(std::stoul(match[5])),
+                                  static_cast<unsigned>(std::stoul(match[6]))});
+  }
+  variant.cpu = match[7];
+  variant.os = match[8];
+  return variant;
+}
+
+}  // namespace kbuild::plan

@@ -1,0 +1,41 @@
+#pragma once
+// Build variants and their names, as the `kernels` loader parses them (spec §2):
+//   torch<MA><MI>[-cxx11]-<compute>-<cpu>-<os>     e.g. torch211-cxx11-cu130-x86_64-linux
+//   torch-<backend>                                 noarch, e.g. torch-cpu
+// <compute> is cu<MA><MI> for CUDA, cpu for CPU. kbuild builds x86_64 and aarch64 Linux variants.
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "kbuild/config/model.hpp"
+#include "kbuild/util/version.hpp"
+
+namespace kbuild::plan {
+
+struct Variant {
+  enum class Kind { torch, noarch };
+
+  Kind kind = Kind::torch;
+  util::Version torch;  ///< major.minor of Torch (unused for noarch)
+  config::Backend backend = config::Backend::cpu;
+  std::optional<util::Version> cuda;  ///< CUDA major.minor for CUDA variants
+  bool cxx11_abi = true;
+  std::string cpu = "x86_64";
+  std::string os = "linux";
+
+  /// The directory name under build/.
+  std::string name() const;
+  /// Parses a name produced by name(); nullopt for anything kbuild does not build.
+  static std::optional<Variant> parse(std::string_view name);
+
+  bool operator==(const Variant& other) const { return name() == other.name(); }
+};
+
+/// "2.11" -> "211", "13.0" -> "130": the first two components concatenated (spec §2.1).
+std::string flatten_version(const util::Version& version);
+
+/// Normalises a machine name as the loader does: amd64/AMD64 -> x86_64, arm64/ARM64 -> aarch64.
+std::string normalize_cpu(std::string_view machine);
+
+}  // namespace kbuild::plan

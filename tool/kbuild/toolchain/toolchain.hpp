@@ -1,0 +1,65 @@
+#pragma once
+// What a variant is compiled with. A Toolchain combines one Torch installation (from the local
+// Python environment, or unpacked from a pinned PyPI wheel), an optional CUDA toolkit (the system's
+// or one assembled from NVIDIA's wheels), the host C++ compiler and the Python headers (abi3, so any
+// CPython >= 3.9 gives the same result). Several toolchains coexist in one build of a matrix.
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kbuild/util/version.hpp"
+
+namespace kbuild::toolchain {
+
+namespace fs = std::filesystem;
+
+struct TorchInstall {
+  util::Version version;        ///< e.g. 2.11.0
+  std::string version_string;   ///< torch.__version__, e.g. "2.11.0+cu130"
+  std::string git_version;      ///< torch.version.git_version
+  fs::path root;                ///< the torch package directory
+  bool cxx11_abi = true;
+  std::optional<util::Version> cuda;  ///< CUDA version Torch was built with (torch.version.cuda)
+  std::string origin;           ///< where it came from: "python:<exe>" or "wheel:<file>"
+
+  std::vector<fs::path> include_dirs() const;
+  fs::path lib_dir() const { return root / "lib"; }
+};
+
+struct CudaToolkit {
+  util::Version version;  ///< nvcc's release, e.g. 13.0.88
+  fs::path root;          ///< contains bin/nvcc
+  fs::path nvcc;
+  fs::path include_dir;
+  fs::path lib_dir;       ///< where libcudart.so is
+  std::string origin;     ///< "system", "wheels", "user"
+};
+
+struct HostCompiler {
+  fs::path cxx;
+  std::string version;   ///< -dumpfullversion
+  std::string machine;   ///< -dumpmachine
+};
+
+struct PythonHeaders {
+  fs::path include_dir;
+  std::string version;  ///< "3.11"
+};
+
+struct Toolchain {
+  TorchInstall torch;
+  std::optional<CudaToolkit> cuda;
+  HostCompiler cxx;
+  PythonHeaders python;
+
+  /// A digest of everything that influences compiled output but does not appear in command lines
+  /// (compiler versions, Torch build); part of every job's staleness key.
+  std::string identity() const;
+};
+
+/// The C++ standard a Torch version requires (kernel-builder: C++17 below 2.12, C++20 from 2.12).
+std::string cxx_standard_for(const util::Version& torch);
+
+}  // namespace kbuild::toolchain

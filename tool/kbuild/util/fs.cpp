@@ -1,0 +1,138 @@
+#include "kbuild/util/fs.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
+namespace kbuild::util {
+
+FileStat RealFileSystem::stat(const fs::path& path) const {
+  struct ::stat st;
+  FileStat result;
+  if (::stat(path.c_str(), &st) != 0) return result;
+  result.exists = true;
+  result.is_dir = S_ISDIR(st.st_mode);
+  result.is_file = S_ISREG(st.st_mode);
+  result.executable = (st.st_mode & S_IXUSR) != 0;
+  result.size = static_cast<std::uint64_t>(st.st_size);
+  result.mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+  return result;
+}
+
+Result<std::string> RealFileSystem::read_file(const fs::path& path) const {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return fail("cannot read " + path.string() + ": " + std::strerror(errno));
+  std::string content;
+  struct ::stat st;
+  if (::fstat(fd, &st) == 0 && st.st_size > 0) content.reserve(static_cast<size_t>(st.st_size));
+  char buffer[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int saved = errno;
+      ::close(fd);
+      return fail("cannot read " + path.string() + ": " + std::strerror(saved));
+    }
+    if (n == 0) break;
+    content.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return content;
+}
+
+fs::path temp_sibling(const fs::path& path) {
+  static std::atomic<unsigned> counter{0};
+  return path.parent_path() /
+         ("." + path.filename().string() + ".tmp" + std::to_string(::getpid()) + "-" +
+          std::to_string(counter++));
+}
+
+Result<void> RealFileSystem::write_file_atomic(const fs::path& path, std::string_view content,
+                                               bool executable) {
+  if (path.has_parent_path()) KB_TRY(make_dirs(path.parent_path()));
+  fs::path temp = temp_sibling(path);
+  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, executable ? 0755 : 0644);
+  if (fd < 0) return fail("cannot write " + temp.string() + ": " + std::strerror(errno));
+  size_t written = 0;
+  while (written < content.size()) {
+    ssize_t n = ::write(fd, content.data() + written, content.size() - written);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int saved = errno;
+      ::close(fd);
+      ::unlink(temp.c_str());
+      return fail("cannot write " + temp.string() + ": " + std::strerror(saved));
+    }
+    written += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0 || ::rename(temp.c_str(), path.c_str()) != 0) {
+    int saved = errno;
+    ::unlink(temp.c_str());
+    return fail("cannot write " + path.string() + ": " + std::strerror(saved));
+  }
+  return {};
+}
+
+Result<std::vector<DirEntry>> RealFileSystem::list_dir(const fs::path& path) const {
+  std::error_code ec;
+  fs::directory_iterator it(path, ec);
+  if (ec) return fail("cannot list " + path.string() + ": " + ec.message());
+  std::vector<DirEntry> entries;
+  for (const auto& entry : it) {
+    std::error_code ignored;
+    entries.push_back({entry.path().filename().string(), entry.is_directory(ignored),
+                       entry.is_regular_file(ignored)});
+  }
+  std::sort(entries.begin(), entries.end(),
+            [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
+  return entries;
+}
+
+Result<void> RealFileSystem::make_dirs(const fs::path& path) {
+  std::error_code ec;
+  fs::create_directories(path, ec);
+  if (ec) return fail("cannot create directory " + path.string() + ": " + ec.message());
+  return {};
+}
+
+Result<void> RealFileSystem::remove_all(const fs::path& path) {
+  std::error_code ec;
+  fs::remove_all(path, ec);
+  if (ec) return fail("cannot remove " + path.string() + ": " + ec.message());
+  return {};
+}
+
+Result<void> RealFileSystem::rename(const fs::path& from, const fs::path& to) {
+  if (::rename(from.c_str(), to.c_str()) != 0)
+    return fail("cannot rename " + from.string() + " to " + to.string() + ": " + std::strerror(errno));
+  return {};
+}
+
+static Result<void> collect_files(const FileSystem& fs, const fs::path& root, const std::string& prefix,
+                                  std::vector<std::string>& out) {
+  KB_TRY_ASSIGN(auto entries, fs.list_dir(root));
+  for (const auto& entry : entries) {
+    std::string rel = prefix.empty() ? entry.name : prefix + "/" + entry.name;
+    if (entry.is_dir) {
+      KB_TRY(collect_files(fs, root / entry.name, rel, out));
+    } else if (entry.is_file) {
+      out.push_back(std::move(rel));
+    }
+  }
+  return {};
+}
+
+Result<std::vector<std::string>> list_files_recursive(const FileSystem& fs, const fs::path& root) {
+  std::vector<std::string> files;
+  KB_TRY(collect_files(fs, root, "", files));
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+}  // namespace kbuild::util

@@ -1,0 +1,67 @@
+#pragma once
+// The filesystem seam. Core logic (config loading, staleness checks, layout) talks to FileSystem;
+// RealFileSystem is the only implementation in the tool, tests use tests/support/mem_fs.hpp.
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "kbuild/util/result.hpp"
+
+namespace kbuild::util {
+
+namespace fs = std::filesystem;
+
+struct FileStat {
+  bool exists = false;
+  bool is_dir = false;
+  bool is_file = false;  ///< a regular file (symlinks are followed)
+  bool executable = false;
+  std::uint64_t size = 0;
+  std::int64_t mtime_ns = 0;  ///< modification time, nanoseconds since the epoch
+};
+
+struct DirEntry {
+  std::string name;
+  bool is_dir = false;
+  bool is_file = false;
+};
+
+class FileSystem {
+ public:
+  virtual ~FileSystem() = default;
+  /// Stat without failing: a missing path gives `exists == false`.
+  virtual FileStat stat(const fs::path& path) const = 0;
+  virtual Result<std::string> read_file(const fs::path& path) const = 0;
+  /// Writes `content` to a temporary sibling, then renames it over `path`: readers see the old or
+  /// the new content, never a partial file. Creates missing parent directories.
+  virtual Result<void> write_file_atomic(const fs::path& path, std::string_view content,
+                                         bool executable = false) = 0;
+  /// Entries of a directory, sorted by name. Error if it is not a readable directory.
+  virtual Result<std::vector<DirEntry>> list_dir(const fs::path& path) const = 0;
+  virtual Result<void> make_dirs(const fs::path& path) = 0;
+  /// Removes a file or a whole tree. A missing path is not an error.
+  virtual Result<void> remove_all(const fs::path& path) = 0;
+  virtual Result<void> rename(const fs::path& from, const fs::path& to) = 0;
+};
+
+class RealFileSystem final : public FileSystem {
+ public:
+  FileStat stat(const fs::path& path) const override;
+  Result<std::string> read_file(const fs::path& path) const override;
+  Result<void> write_file_atomic(const fs::path& path, std::string_view content,
+                                 bool executable = false) override;
+  Result<std::vector<DirEntry>> list_dir(const fs::path& path) const override;
+  Result<void> make_dirs(const fs::path& path) override;
+  Result<void> remove_all(const fs::path& path) override;
+  Result<void> rename(const fs::path& from, const fs::path& to) override;
+};
+
+/// Lists every regular file below `root`, as sorted relative paths with '/' separators.
+Result<std::vector<std::string>> list_files_recursive(const FileSystem& fs, const fs::path& root);
+
+/// A unique name for a temporary sibling of `path` (same directory, so rename() is atomic).
+fs::path temp_sibling(const fs::path& path);
+
+}  // namespace kbuild::util

@@ -1,0 +1,21 @@
+#include "kbuild/util/git.hpp"
+
+#include "kbuild/util/strings.hpp"
+
+namespace kbuild::util {
+
+std::optional<GitState> git_state(ProcessLauncher& launcher, const std::filesystem::path& dir) {
+  if (!find_program("git")) return std::nullopt;
+  auto ids = launcher.run({"git", "-C", dir.string(), "rev-parse", "--verify", "-q", "HEAD", "HEAD:./"});
+  if (!ids || ids->exit_code != 0) return std::nullopt;
+  auto lines = split(trim(ids->out), '\n');
+  if (lines.size() != 2 || lines[0].size() < 40) return std::nullopt;
+  GitState state{std::string(trim(lines[0])), std::string(trim(lines[1])), false};
+  auto status = launcher.run({"git", "-C", dir.string(), "status", "--porcelain", "--untracked-files=no",
+                              "--ignore-submodules=all", "--", "."});
+  if (!status || status->exit_code != 0) return std::nullopt;
+  state.dirty = !trim(status->out).empty();
+  return state;
+}
+
+}  // namespace kbuild::util

@@ -1,0 +1,117 @@
+#include "kbuild/util/process.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "kbuild/util/strings.hpp"
+
+extern char** environ;
+
+namespace kbuild::util {
+
+std::optional<std::filesystem::path> find_program(const std::string& program) {
+  if (program.find('/') != std::string::npos) {
+    if (::access(program.c_str(), X_OK) == 0) return std::filesystem::path(program);
+    return std::nullopt;
+  }
+  const char* path = std::getenv("PATH");
+  if (!path) return std::nullopt;
+  for (const auto& dir : split(path, ':')) {
+    if (dir.empty()) continue;
+    std::filesystem::path candidate = std::filesystem::path(dir) / program;
+    if (::access(candidate.c_str(), X_OK) == 0 && !std::filesystem::is_directory(candidate)) return candidate;
+  }
+  return std::nullopt;
+}
+
+std::map<std::string, std::string> current_environment() {
+  std::map<std::string, std::string> env;
+  for (char** entry = environ; *entry; ++entry) {
+    std::string text(*entry);
+    size_t eq = text.find('=');
+    if (eq != std::string::npos) env[text.substr(0, eq)] = text.substr(eq + 1);
+  }
+  return env;
+}
+
+Result<ProcessResult> RealProcessLauncher::run(const std::vector<std::string>& argv,
+                                               const ProcessOptions& options) {
+  if (argv.empty()) return fail("internal error: empty command");
+  auto program = find_program(argv[0]);
+  if (!program) return fail("program not found: " + argv[0], "", ExitCode::toolchain);
+
+  int out_pipe[2], err_pipe[2];
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0) return fail(std::string("pipe: ") + std::strerror(errno));
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    ::close(out_pipe[0]);
+    ::close(out_pipe[1]);
+    return fail(std::string("pipe: ") + std::strerror(errno));
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  if (options.cwd) posix_spawn_file_actions_addchdir_np(&actions, options.cwd->c_str());
+
+  std::vector<char*> args;
+  for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+  args.push_back(nullptr);
+  std::vector<std::string> env_storage;
+  std::vector<char*> env;
+  char** envp = environ;
+  if (!options.env.empty()) {
+    auto merged = current_environment();
+    for (const auto& [key, value] : options.env) merged[key] = value;
+    for (const auto& [key, value] : merged) env_storage.push_back(key + "=" + value);
+    for (auto& entry : env_storage) env.push_back(entry.data());
+    env.push_back(nullptr);
+    envp = env.data();
+  }
+  pid_t pid = 0;
+  int rc = ::posix_spawn(&pid, program->c_str(), &actions, nullptr, args.data(), envp);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
+  if (rc != 0) {
+    ::close(out_pipe[0]);
+    ::close(err_pipe[0]);
+    return fail("cannot run " + argv[0] + ": " + std::strerror(rc), "", ExitCode::toolchain);
+  }
+  ProcessResult result;
+  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  std::string* sinks[2] = {&result.out, &result.err};
+  int open_count = 2;
+  char buffer[65536];
+  while (open_count > 0) {
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      ssize_t n = ::read(fds[i].fd, buffer, sizeof buffer);
+      if (n > 0) {
+        sinks[i]->append(buffer, static_cast<size_t>(n));
+      } else if (n == 0 || errno != EINTR) {
+        ::close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_count;
+      }
+    }
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return result;
+}
+
+}  // namespace kbuild::util

@@ -1,0 +1,47 @@
+#pragma once
+// Running a helper program to completion and capturing its output (toolchain probes, git). Build
+// jobs run through exec::CommandRunner instead, which runs many at once.
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kbuild/util/result.hpp"
+
+namespace kbuild::util {
+
+struct ProcessResult {
+  int exit_code = 0;  ///< 128 + signal number when killed by a signal
+  std::string out;
+  std::string err;
+};
+
+struct ProcessOptions {
+  std::optional<std::filesystem::path> cwd;
+  /// Variables to set or override in the child's environment.
+  std::map<std::string, std::string> env;
+};
+
+class ProcessLauncher {
+ public:
+  virtual ~ProcessLauncher() = default;
+  /// Runs argv (argv[0] looked up on PATH when it has no '/'). Error only if it could not start.
+  virtual Result<ProcessResult> run(const std::vector<std::string>& argv,
+                                    const ProcessOptions& options = {}) = 0;
+};
+
+class RealProcessLauncher final : public ProcessLauncher {
+ public:
+  Result<ProcessResult> run(const std::vector<std::string>& argv,
+                            const ProcessOptions& options = {}) override;
+};
+
+/// Looks `program` up on PATH (or returns it when it contains '/'); nullopt when not found.
+std::optional<std::filesystem::path> find_program(const std::string& program);
+
+/// The environment as a map (for children with extra variables).
+std::map<std::string, std::string> current_environment();
+
+}  // namespace kbuild::util

@@ -1,0 +1,22 @@
+#pragma once
+// Small string helpers shared by several modules.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kbuild::util {
+
+std::vector<std::string> split(std::string_view text, char separator);
+std::string join(const std::vector<std::string>& parts, std::string_view separator);
+std::string_view trim(std::string_view text);
+/// Quotes one argument for a POSIX shell, only when needed ("-O2" stays as is, "a b" -> 'a b').
+std::string shell_quote(std::string_view arg);
+/// Renders argv as one copy-pasteable shell command line.
+std::string shell_join(const std::vector<std::string>& argv);
+/// Edit distance, for "did you mean" suggestions.
+size_t edit_distance(std::string_view a, std::string_view b);
+/// The candidate closest to `word` if it is close enough to be a plausible typo, else "".
+std::string closest_match(std::string_view word, const std::vector<std::string>& candidates);
+
+}  // namespace kbuild::util
