@@ -76,7 +76,7 @@ ExecSummary Executor::run() {
   for (size_t i = 0; i < jobs.size(); ++i)
     if (stale[i] && waiting_on[i] == 0) ready.push_back(i);
 
-  size_t finished = 0;
+  size_t finished = 0, started = 0;
   bool stop = false;
   std::map<size_t, std::vector<FileRecord>> in_flight;  // job -> explicit inputs as read at start
 
@@ -118,7 +118,7 @@ ExecSummary Executor::run() {
       size_t index = ready.front();
       ready.pop_front();
       const plan::Job& job = jobs[index];
-      m_reporter.job_started(job, finished, summary.stale);
+      m_reporter.job_started(job, started++, summary.stale);
       auto explicit_inputs = inputs_at_start(index);
       if (job.action) {
         auto start = std::chrono::steady_clock::now();

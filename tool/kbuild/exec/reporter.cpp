@@ -26,8 +26,8 @@ void TerminalReporter::end_status_line() {
   }
 }
 
-void TerminalReporter::job_started(const plan::Job& job, size_t finished, size_t total) {
-  print_status(fmt::format("[{}/{}] {}", finished + 1, total, job.description));
+void TerminalReporter::job_started(const plan::Job& job, size_t started, size_t total) {
+  print_status(fmt::format("[{}/{}] {}", started + 1, total, job.description));
   if (m_options.verbose && !job.argv.empty()) fmt::print(m_options.out, "{}\n", util::shell_join(job.argv));
 }
 

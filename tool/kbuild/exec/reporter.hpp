@@ -22,7 +22,8 @@ struct JobOutcome {
 class Reporter {
  public:
   virtual ~Reporter() = default;
-  virtual void job_started(const plan::Job& job, size_t finished, size_t total) = 0;
+  /// `started` counts jobs started before this one.
+  virtual void job_started(const plan::Job& job, size_t started, size_t total) = 0;
   virtual void job_finished(const plan::Job& job, const JobOutcome& outcome, size_t finished, size_t total) = 0;
   /// Why a job is stale (--explain).
   virtual void explain(const plan::Job& job, const std::string& reason) = 0;
@@ -41,7 +42,7 @@ class TerminalReporter final : public Reporter {
  public:
   explicit TerminalReporter(TerminalOptions options) : m_options(options) {}
   ~TerminalReporter() override;
-  void job_started(const plan::Job& job, size_t finished, size_t total) override;
+  void job_started(const plan::Job& job, size_t started, size_t total) override;
   void job_finished(const plan::Job& job, const JobOutcome& outcome, size_t finished, size_t total) override;
   void explain(const plan::Job& job, const std::string& reason) override;
   void info(std::string_view message) override;

@@ -1,0 +1,126 @@
+// CPU implementation: rows of the image are spread over Torch's intra-op thread pool; each row is
+// a simple loop the compiler vectorises (planar NCHW rows and interleaved RGB rows get their own
+// loops with compile-time strides).
+//
+// Arithmetic follows torchvision's rgb_to_grayscale exactly: ((0.2989*r + 0.587*g) + 0.114*b) in
+// float (double for float64), each operation rounded (the build disables FMA contraction), then
+// converted to the input dtype (truncation for uint8).
+
+#include <ATen/Parallel.h>
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "img2gray/launch.h"
+
+namespace rgb2gray {
+namespace {
+
+template <typename T>
+struct Math {
+  using Acc = float;
+  static Acc load(T v) { return static_cast<float>(v); }
+  static T store(Acc v) { return static_cast<T>(v); }
+};
+template <>
+struct Math<std::uint8_t> {
+  using Acc = float;
+  static Acc load(std::uint8_t v) { return static_cast<float>(v); }
+  static std::uint8_t store(Acc v) { return static_cast<std::uint8_t>(v); }
+};
+template <>
+struct Math<double> {
+  using Acc = double;
+  static Acc load(double v) { return v; }
+  static double store(Acc v) { return v; }
+};
+
+template <typename T>
+inline T gray(T r, T g, T b) {
+  using M = Math<T>;
+  using Acc = typename M::Acc;
+  Acc y = Acc(0.2989) * M::load(r);
+  y = y + Acc(0.587) * M::load(g);
+  y = y + Acc(0.114) * M::load(b);
+  return M::store(y);
+}
+
+// One row with compile-time strides (in elements) for the common layouts.
+template <typename T, int kChannelStride, int kPixelStride>
+void row_fixed(const T* __restrict in, std::int64_t channel_stride, T* __restrict out, std::int64_t n) {
+  const std::int64_t cs = kChannelStride > 0 ? kChannelStride : channel_stride;
+  const T* r = in;
+  const T* g = in + cs;
+  const T* b = in + 2 * cs;
+  for (std::int64_t i = 0; i < n; ++i) out[i] = gray(r[i * kPixelStride], g[i * kPixelStride], b[i * kPixelStride]);
+}
+
+template <typename T>
+void row_strided(const T* in, std::int64_t sc, std::int64_t sw, T* out, std::int64_t so, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) out[i * so] = gray(in[i * sw], in[i * sw + sc], in[i * sw + 2 * sc]);
+}
+
+template <typename T>
+void convert(const RgbView& in, const GrayView& out) {
+  const std::int64_t rows = in.batch * in.height;
+  const std::int64_t width = in.width;
+  const bool out_contiguous_rows = out.stride_w == 1;
+  const bool planar = in.stride_w == 1 && out_contiguous_rows;
+  const bool interleaved = in.stride_w == 3 && in.stride_c == 1 && out_contiguous_rows;
+  // Whole images are one long row when rows are back to back in memory.
+  const bool planes_flat = planar && in.stride_h == width && out.stride_h == width;
+  const bool interleaved_flat = interleaved && in.stride_h == 3 * width && out.stride_h == width;
+  const T* src = static_cast<const T*>(in.data);
+  T* dst = static_cast<T*>(out.data);
+
+  if (planes_flat || interleaved_flat) {
+    // Split every image into chunks so that small batches of big images still use every thread.
+    const std::int64_t pixels = in.height * width;
+    constexpr std::int64_t k_chunk = 1 << 15;
+    const std::int64_t chunks_per_image = (pixels + k_chunk - 1) / k_chunk;
+    at::parallel_for(0, in.batch * chunks_per_image, 1, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t c = begin; c < end; ++c) {
+        const std::int64_t image = c / chunks_per_image;
+        const std::int64_t first = (c % chunks_per_image) * k_chunk;
+        const std::int64_t count = std::min(k_chunk, pixels - first);
+        T* o = dst + image * out.stride_b + first;
+        if (planes_flat)
+          row_fixed<T, 0, 1>(src + image * in.stride_b + first, in.stride_c, o, count);
+        else
+          row_fixed<T, 1, 3>(src + image * in.stride_b + 3 * first, 1, o, count);
+      }
+    });
+    return;
+  }
+  const std::int64_t grain = std::max<std::int64_t>(1, (1 << 15) / std::max<std::int64_t>(width, 1));
+  at::parallel_for(0, rows, grain, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t row = begin; row < end; ++row) {
+      const std::int64_t b = row / in.height, h = row % in.height;
+      const T* i = src + b * in.stride_b + h * in.stride_h;
+      T* o = dst + b * out.stride_b + h * out.stride_h;
+      if (planar)
+        row_fixed<T, 0, 1>(i, in.stride_c, o, width);
+      else if (interleaved)
+        row_fixed<T, 1, 3>(i, 1, o, width);
+      else
+        row_strided<T>(i, in.stride_c, in.stride_w, o, out.stride_w, width);
+    }
+  });
+}
+
+}  // namespace
+
+void rgb_to_gray_cpu(DType dtype, const RgbView& in, const GrayView& out) {
+  if (in.batch == 0 || in.height == 0 || in.width == 0) return;
+  switch (dtype) {
+    case DType::uint8: return convert<std::uint8_t>(in, out);
+    case DType::float16: return convert<c10::Half>(in, out);
+    case DType::bfloat16: return convert<c10::BFloat16>(in, out);
+    case DType::float32: return convert<float>(in, out);
+    case DType::float64: return convert<double>(in, out);
+  }
+}
+
+}  // namespace rgb2gray

@@ -1,0 +1,61 @@
+"""RGB to grayscale conversion with torchvision's weights (0.2989, 0.587, 0.114), on CPU and CUDA.
+
+``img2gray(image)`` takes ``(..., 3, H, W)`` images of any strides (contiguous, channels_last, or a
+permuted view of an HWC image) in uint8, float16, bfloat16, float32 or float64 and returns a new
+``(..., 1, H, W)`` tensor of the same dtype and device. ``img2gray_out(image, out)`` writes into
+``out`` instead. Both are custom ops (``torch.ops.<ops id>.img2gray``), usable under
+``torch.compile(fullgraph=True)``, and ``img2gray`` is differentiable for floating-point inputs.
+"""
+
+import torch
+
+from ._ops import add_op_namespace_prefix, ops
+
+__all__ = ["img2gray", "img2gray_out"]
+
+_WEIGHTS = (0.2989, 0.587, 0.114)
+
+
+def img2gray(image: torch.Tensor) -> torch.Tensor:
+    """Convert an RGB image batch ``(..., 3, H, W)`` to grayscale ``(..., 1, H, W)``."""
+    return ops.img2gray(image)
+
+
+def img2gray_out(image: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    """Convert ``image`` into ``out`` (shape ``(..., 1, H, W)``, same dtype and device); returns ``out``."""
+    ops.img2gray_out(image, out)
+    return out
+
+
+def _check_image(image: torch.Tensor) -> None:
+    torch._check(image.dim() >= 3, lambda: f"img2gray: expected an image of shape (..., 3, H, W), got {tuple(image.shape)}")
+    torch._check(image.shape[-3] == 3, lambda: f"img2gray: expected 3 channels in dimension -3, got {tuple(image.shape)}")
+    torch._check(
+        image.dtype in (torch.uint8, torch.float16, torch.bfloat16, torch.float32, torch.float64),
+        lambda: f"img2gray: unsupported dtype {image.dtype}",
+    )
+
+
+@torch.library.register_fake(add_op_namespace_prefix("img2gray"))
+def _img2gray_fake(image: torch.Tensor) -> torch.Tensor:
+    _check_image(image)
+    return image.new_empty((*image.shape[:-3], 1, *image.shape[-2:]))
+
+
+@torch.library.register_fake(add_op_namespace_prefix("img2gray_out"))
+def _img2gray_out_fake(image: torch.Tensor, out: torch.Tensor) -> None:
+    _check_image(image)
+    torch._check(out.shape == (*image.shape[:-3], 1, *image.shape[-2:]), lambda: "img2gray_out: out has the wrong shape")
+    return None
+
+
+def _setup_context(ctx, inputs, output) -> None:
+    pass
+
+
+def _backward(ctx, grad: torch.Tensor) -> torch.Tensor:
+    weights = torch.tensor(_WEIGHTS, dtype=grad.dtype, device=grad.device).view(3, 1, 1)
+    return grad * weights
+
+
+torch.library.register_autograd(add_op_namespace_prefix("img2gray"), _backward, setup_context=_setup_context)
