@@ -111,8 +111,8 @@ Result<ExitCode> run_build(const BuildOptions& options, Services& services) {
   const auto work_dir = kernel_dir / ".kbuild";
   KB_TRY_ASSIGN(config::KernelConfig config, load_config_reporting(services.fs, kernel_dir));
 
-  exec::TerminalReporter reporter({options.verbose, options.explain, is_smart_terminal(stdout) && !options.quiet,
-                                   stdout});
+  exec::TerminalReporter reporter(
+      {options.verbose, options.quiet, options.explain, is_smart_terminal(stdout) && !options.quiet, stdout});
   toolchain::ProbeOptions probe;
   probe.python = options.python.empty() ? "python3" : options.python;
   if (const char* home = std::getenv("CUDA_HOME")) probe.cuda_home = home;

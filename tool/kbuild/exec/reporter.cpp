@@ -27,6 +27,7 @@ void TerminalReporter::end_status_line() {
 }
 
 void TerminalReporter::job_started(const plan::Job& job, size_t started, size_t total) {
+  if (m_options.quiet) return;
   print_status(fmt::format("[{}/{}] {}", started + 1, total, job.description));
   if (m_options.verbose && !job.argv.empty()) fmt::print(m_options.out, "{}\n", util::shell_join(job.argv));
 }
@@ -39,7 +40,7 @@ void TerminalReporter::job_finished(const plan::Job& job, const JobOutcome& outc
     if (!outcome.error.empty()) fmt::print(m_options.out, "{}\n", outcome.error);
     if (!outcome.output.empty()) fmt::print(m_options.out, "{}", outcome.output);
     if (!outcome.output.empty() && outcome.output.back() != '\n') fmt::print(m_options.out, "\n");
-  } else if (!outcome.output.empty()) {
+  } else if (!outcome.output.empty() && !m_options.quiet) {
     // Warnings of a successful job are shown once, not lost behind the status line.
     end_status_line();
     fmt::print(m_options.out, "{}{}", outcome.output, outcome.output.back() == '\n' ? "" : "\n");
@@ -54,6 +55,7 @@ void TerminalReporter::explain(const plan::Job& job, const std::string& reason) 
 }
 
 void TerminalReporter::info(std::string_view message) {
+  if (m_options.quiet) return;
   end_status_line();
   fmt::print(m_options.out, "{}\n", message);
   std::fflush(m_options.out);

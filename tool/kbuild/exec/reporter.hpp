@@ -33,6 +33,7 @@ class Reporter {
 
 struct TerminalOptions {
   bool verbose = false;  ///< print every command
+  bool quiet = false;    ///< no progress lines; failures and warnings only
   bool explain = false;
   bool smart_terminal = false;  ///< rewrite the status line in place
   std::FILE* out = stdout;
