@@ -1,6 +1,6 @@
 #include "support/mem_fs.hpp"
 
-namespace kbuild::testing {
+namespace kbuild::fakes {
 
 namespace {
 std::string norm(const std::filesystem::path& path) {
@@ -117,4 +117,4 @@ Result<void> MemFileSystem::rename(const std::filesystem::path& from, const std:
   return {};
 }
 
-}  // namespace kbuild::testing
+}  // namespace kbuild::fakes

@@ -9,7 +9,7 @@
 
 #include "kbuild/util/fs.hpp"
 
-namespace kbuild::testing {
+namespace kbuild::fakes {
 
 class MemFileSystem final : public util::FileSystem {
  public:
@@ -45,4 +45,4 @@ class MemFileSystem final : public util::FileSystem {
   std::int64_t m_clock = 1'000'000'000;
 };
 
-}  // namespace kbuild::testing
+}  // namespace kbuild::fakes

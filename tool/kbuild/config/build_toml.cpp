@@ -663,6 +663,9 @@ std::vector<Diagnostic> check_project_files(const ParseOutcome& outcome, const u
                              package + "/" + config.general.python_name() + " must not exist",
                              "it would clash with the compatibility package of the loader"});
   }
+  std::stable_sort(diagnostics.begin(), diagnostics.end(), [](const Diagnostic& a, const Diagnostic& b) {
+    return std::tie(a.location.line, a.location.column) < std::tie(b.location.line, b.location.column);
+  });
   return diagnostics;
 }
 

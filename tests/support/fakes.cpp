@@ -1,0 +1,54 @@
+#include "support/fakes.hpp"
+
+#include "kbuild/util/strings.hpp"
+
+namespace kbuild::fakes {
+
+Result<util::ProcessResult> FakeLauncher::run(const std::vector<std::string>& argv, const util::ProcessOptions&) {
+  std::string key = util::join(argv, " ");
+  ran.push_back(key);
+  auto it = answers.find(key);
+  if (it == answers.end()) return fail("program not found: " + argv.front(), "", ExitCode::toolchain);
+  return it->second;
+}
+
+namespace {
+std::string argument_after(const std::vector<std::string>& argv, const std::string& flag) {
+  for (size_t i = 0; i + 1 < argv.size(); ++i)
+    if (argv[i] == flag) return argv[i + 1];
+  return "";
+}
+}  // namespace
+
+Result<void> FakeCommandRunner::start(size_t token, const std::vector<std::string>& argv) {
+  started.push_back(argv);
+  m_queue.emplace_back(token, argv);
+  max_concurrent = std::max(max_concurrent, m_queue.size());
+  return {};
+}
+
+std::optional<exec::CommandResult> FakeCommandRunner::wait() {
+  if (m_queue.empty()) return std::nullopt;
+  auto [token, argv] = m_queue.front();
+  m_queue.pop_front();
+  std::string output = argument_after(argv, "-o");
+  exec::CommandResult result{token, 0, "", 0.01};
+  // Outputs are keyed without the ".tmp" suffix the planner adds.
+  std::string key = output.ends_with(".tmp") ? output.substr(0, output.size() - 4) : output;
+  if (auto it = failures.find(key); it != failures.end()) {
+    result.exit_code = it->second;
+    result.output = "error: scripted failure\n";
+    m_fs.put(output, "partial");  // a failed compiler may leave a partial file behind
+    return result;
+  }
+  m_fs.put(output, util::join(argv, " "));
+  std::string depfile = argument_after(argv, "-MF");
+  if (!depfile.empty()) {
+    std::string text = output + ": " + argument_after(argv, "-c");
+    for (const auto& header : headers[key]) text += " \\\n " + header;
+    m_fs.put(depfile, text + "\n");
+  }
+  return result;
+}
+
+}  // namespace kbuild::fakes

@@ -1,0 +1,48 @@
+#pragma once
+// Data-driven fakes for the process seams.
+
+#include <deque>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kbuild/exec/command_runner.hpp"
+#include "kbuild/util/process.hpp"
+#include "support/mem_fs.hpp"
+
+namespace kbuild::fakes {
+
+/// Answers commands from a table keyed by the full command line (argv joined with spaces).
+/// Unknown commands fail to start, like a missing program.
+class FakeLauncher final : public util::ProcessLauncher {
+ public:
+  std::map<std::string, util::ProcessResult> answers;
+  std::vector<std::string> ran;
+
+  Result<util::ProcessResult> run(const std::vector<std::string>& argv, const util::ProcessOptions& = {}) override;
+};
+
+/// Runs build commands against a MemFileSystem: a command "succeeds" by writing the file after
+/// "-o" (content: the command line) and, when given "-MF <file>", a depfile listing the inputs in
+/// `headers` for that output. Scripted failures come from `failures` (output path -> exit code).
+/// Commands finish in the order they were started.
+class FakeCommandRunner final : public exec::CommandRunner {
+ public:
+  explicit FakeCommandRunner(MemFileSystem& fs) : m_fs(fs) {}
+
+  std::map<std::string, std::vector<std::string>> headers;  ///< output path -> extra prerequisites
+  std::map<std::string, int> failures;                      ///< output path -> exit code
+  std::vector<std::vector<std::string>> started;            ///< every argv started
+  size_t max_concurrent = 0;                                ///< highest number running at once
+
+  Result<void> start(size_t token, const std::vector<std::string>& argv) override;
+  std::optional<exec::CommandResult> wait() override;
+  void abort_all() override { m_queue.clear(); }
+  size_t running() const override { return m_queue.size(); }
+
+ private:
+  MemFileSystem& m_fs;
+  std::deque<std::pair<size_t, std::vector<std::string>>> m_queue;
+};
+
+}  // namespace kbuild::fakes

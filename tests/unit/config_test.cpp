@@ -1,0 +1,179 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "kbuild/config/build_toml.hpp"
+#include "support/mem_fs.hpp"
+
+using namespace kbuild;
+using namespace kbuild::config;
+
+namespace {
+
+std::string read(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+std::vector<std::string> expected_lines(const std::filesystem::path& toml) {
+  std::vector<std::string> lines;
+  auto expected = std::filesystem::path(toml).replace_extension(".expected");
+  if (!std::filesystem::exists(expected)) return lines;
+  std::istringstream in(read(expected));
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) lines.push_back(line);
+  return lines;
+}
+
+// "line:col: severity: message" for comparison with .expected files.
+std::string short_form(const Diagnostic& d) {
+  return std::to_string(d.location.line) + ":" + std::to_string(d.location.column) +
+         (d.severity == Severity::error ? ": error: " : ": warning: ") + d.message;
+}
+
+void expect_diagnostics(const std::filesystem::path& file, const ParseOutcome& outcome) {
+  auto expected = expected_lines(file);
+  std::string actual_text;
+  for (const auto& d : outcome.diagnostics) actual_text += short_form(d) + "\n";
+  ASSERT_EQ(outcome.diagnostics.size(), expected.size()) << file << " gave:\n" << actual_text;
+  for (size_t i = 0; i < expected.size(); ++i)
+    EXPECT_TRUE(short_form(outcome.diagnostics[i]).starts_with(expected[i]))
+        << file << "\nexpected: " << expected[i] << "\nactual:   " << short_form(outcome.diagnostics[i]);
+}
+
+std::vector<std::filesystem::path> corpus(const std::string& kind) {
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(KBUILD_TEST_DATA) + "/build_toml/" + kind))
+    if (entry.path().extension() == ".toml") files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+const char* k_minimal = R"([general]
+name = "img2gray"
+version = 1
+edition = 5
+license = "Apache-2.0"
+backends = ["cpu", "cuda"]
+
+[torch]
+src = ["torch-ext/torch_binding.cpp"]
+
+[kernel.gray_cuda]
+backend = "cuda"
+depends = ["torch"]
+src = ["gray/gray.cu", "gray/gray.h"]
+cuda-capabilities = ["9.0"]
+
+[kernel.gray_cpu]
+backend = "cpu"
+depends = ["torch"]
+src = ["gray/gray.cpp"]
+)";
+
+}  // namespace
+
+TEST(BuildToml, ValidCorpusParses) {
+  auto files = corpus("valid");
+  ASSERT_GE(files.size(), 5u);
+  for (const auto& file : files) {
+    auto outcome = parse_build_toml(read(file), file.string());
+    EXPECT_TRUE(outcome.config.has_value()) << file << "\n" << format_diagnostics(outcome.diagnostics);
+    expect_diagnostics(file, outcome);
+  }
+}
+
+TEST(BuildToml, InvalidCorpusGivesExpectedDiagnostics) {
+  auto files = corpus("invalid");
+  ASSERT_GE(files.size(), 7u);
+  for (const auto& file : files) {
+    auto outcome = parse_build_toml(read(file), file.string());
+    EXPECT_FALSE(outcome.config.has_value()) << file;
+    expect_diagnostics(file, outcome);
+  }
+}
+
+TEST(BuildToml, DiagnosticsCarryFileLineColumnAndHint) {
+  auto outcome = parse_build_toml("[general]\nname = \"x\"\n", "k/build.toml");
+  ASSERT_FALSE(outcome.diagnostics.empty());
+  std::string text = format_diagnostic(outcome.diagnostics.front());
+  EXPECT_TRUE(text.starts_with("k/build.toml:")) << text;
+  EXPECT_NE(text.find("hint:"), std::string::npos) << text;
+}
+
+TEST(BuildToml, ModelOfAMinimalFile) {
+  auto outcome = parse_build_toml(k_minimal, "build.toml");
+  ASSERT_TRUE(outcome.config) << format_diagnostics(outcome.diagnostics);
+  const KernelConfig& c = *outcome.config;
+  EXPECT_EQ(c.general.name, "img2gray");
+  EXPECT_EQ(c.general.python_name(), "img2gray");
+  EXPECT_EQ(c.general.backends, (std::vector<Backend>{Backend::cpu, Backend::cuda}));
+  ASSERT_EQ(c.kernels.size(), 2u);
+  EXPECT_EQ(c.kernels[0].name, "gray_cpu");  // sorted by name
+  EXPECT_EQ(c.kernels[1].cuda_capabilities, std::vector<std::string>{"9.0"});
+  EXPECT_EQ(c.torch.pyext, (std::vector<std::string>{"py", "pyi"}));
+  EXPECT_EQ(c.components_for(Backend::cuda).size(), 1u);
+  EXPECT_EQ(c.source_edition, 5);
+}
+
+TEST(BuildToml, StableAbiStringAppliesToEveryBackend) {
+  std::string text = std::string(k_minimal);
+  text.insert(text.find("src = [\"torch-ext"), "stable-abi = \"2.11\"\n");
+  auto outcome = parse_build_toml(text, "build.toml");
+  ASSERT_TRUE(outcome.config) << format_diagnostics(outcome.diagnostics);
+  EXPECT_EQ(outcome.config->torch.stable_abi.size(), 2u);
+}
+
+TEST(BuildToml, NamesAndUrls) {
+  EXPECT_TRUE(is_valid_kernel_name("img2gray"));
+  EXPECT_TRUE(is_valid_kernel_name("flash-attn3"));
+  EXPECT_FALSE(is_valid_kernel_name("a"));
+  EXPECT_FALSE(is_valid_kernel_name("2gray"));
+  EXPECT_FALSE(is_valid_kernel_name("gray-"));
+  EXPECT_FALSE(is_valid_kernel_name("Gray"));
+  EXPECT_FALSE(is_valid_kernel_name("gray_x"));
+  EXPECT_TRUE(is_valid_git_url("https://github.com/huggingface/kernels"));
+  EXPECT_TRUE(is_valid_git_url("git@github.com:org/repo.git"));
+  EXPECT_FALSE(is_valid_git_url("git@github.com:/abs"));
+  EXPECT_FALSE(is_valid_git_url("ftp://example.com/x"));
+  EXPECT_TRUE(is_valid_cuda_capability("9.0a"));
+  EXPECT_TRUE(is_valid_cuda_capability("12.1+PTX"));
+  EXPECT_FALSE(is_valid_cuda_capability("sm_90"));
+}
+
+TEST(BuildToml, ProjectFilesAreChecked) {
+  fakes::MemFileSystem fs;
+  fs.put("/k/torch-ext/torch_binding.cpp", "");
+  fs.put("/k/gray/gray.cu", "");
+  fs.put("/k/torch-ext/img2gray/__init__.py", "");
+  auto outcome = parse_build_toml(k_minimal, "/k/build.toml");
+  ASSERT_TRUE(outcome.config);
+  auto problems = check_project_files(outcome, fs, "/k", "/k/build.toml");
+  ASSERT_EQ(problems.size(), 2u);  // gray/gray.h and gray/gray.cpp are missing
+  EXPECT_EQ(problems[0].message, "source file \"gray/gray.h\" does not exist");
+  EXPECT_EQ(problems[0].location.line, 14);
+  EXPECT_EQ(problems[1].message, "source file \"gray/gray.cpp\" does not exist");
+}
+
+TEST(BuildToml, LoadReportsMissingPackage) {
+  fakes::MemFileSystem fs;
+  fs.put("/k/build.toml", k_minimal);
+  for (const char* f : {"torch-ext/torch_binding.cpp", "gray/gray.cu", "gray/gray.h", "gray/gray.cpp"}) fs.put(std::string("/k/") + f, "");
+  auto outcome = load_kernel_config(fs, "/k");
+  EXPECT_FALSE(outcome.config);
+  ASSERT_EQ(outcome.diagnostics.size(), 1u);
+  EXPECT_NE(outcome.diagnostics[0].message.find("torch-ext/img2gray/__init__.py is missing"), std::string::npos);
+}
+
+TEST(BuildToml, LoadWithoutBuildTomlSaysWhatToDo) {
+  fakes::MemFileSystem fs;
+  (void)fs.make_dirs("/empty");
+  auto outcome = load_kernel_config(fs, "/empty");
+  ASSERT_EQ(outcome.diagnostics.size(), 1u);
+  EXPECT_EQ(outcome.diagnostics[0].message, "no build.toml in /empty");
+  EXPECT_NE(outcome.diagnostics[0].hint.find("kbuild init"), std::string::npos);
+}

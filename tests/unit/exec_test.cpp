@@ -1,0 +1,196 @@
+#include <gtest/gtest.h>
+
+#include "kbuild/exec/build_state.hpp"
+#include "kbuild/exec/depfile.hpp"
+#include "kbuild/exec/executor.hpp"
+#include "kbuild/exec/interrupt.hpp"
+#include "support/fakes.hpp"
+
+using namespace kbuild;
+using namespace kbuild::exec;
+
+TEST(Depfile, ParsesContinuationsEscapesAndSkipsTargets) {
+  auto deps = parse_depfile("obj/a.o: src/a.cpp /usr/include/x.h \\\n  /path/with\\ space.h $$dollar.h\n"
+                            "/usr/include/x.h:\n");
+  ASSERT_TRUE(deps);
+  EXPECT_EQ(*deps, (std::vector<std::string>{"src/a.cpp", "/usr/include/x.h", "/path/with space.h", "$dollar.h"}));
+}
+
+TEST(Depfile, NvccStyle) {
+  auto deps = parse_depfile("x.o : k.cu \\\n    /cuda/include/cuda_runtime.h \\\n    k.h\n");
+  ASSERT_TRUE(deps);
+  EXPECT_EQ(*deps, (std::vector<std::string>{"k.cu", "/cuda/include/cuda_runtime.h", "k.h"}));
+}
+
+TEST(BuildState, SerialisationRoundTrips) {
+  BuildState state;
+  state.set("v/compile/a b.cpp", {"key1", {{"/o/a b.o", 10, 20}}, {{"/s/a b.cpp", 5, 6}, {"/h.h", 7, 8}}});
+  std::string text = state.serialize();
+  EXPECT_TRUE(text.starts_with("kbuild-state 1\n"));
+  BuildState parsed = BuildState::parse(text);
+  EXPECT_EQ(parsed.serialize(), text);
+  ASSERT_TRUE(parsed.find("v/compile/a b.cpp"));
+  EXPECT_EQ(parsed.find("v/compile/a b.cpp")->inputs[0].path, "/s/a b.cpp");
+}
+
+TEST(BuildState, UnknownVersionOrGarbageMeansEmpty) {
+  EXPECT_EQ(BuildState::parse("kbuild-state 99\nJ x\n").size(), 0u);
+  EXPECT_EQ(BuildState::parse("kbuild-state 1\nQ nonsense\n").size(), 0u);
+  EXPECT_EQ(BuildState::parse("kbuild-state 1\nO 1 2 /x\n").size(), 0u);  // file before a job
+}
+
+namespace {
+
+// A small graph: two compiles feeding a link, like one variant.
+struct ExecFixture : ::testing::Test {
+  fakes::MemFileSystem fs;
+  fakes::FakeCommandRunner runner{fs};
+  BuildState state;
+  NullReporter reporter;
+  plan::JobGraph graph;
+
+  void SetUp() override {
+    reset_interrupt_for_testing();
+    fs.put("/src/a.cpp", "a");
+    fs.put("/src/b.cpp", "b");
+    fs.put("/src/common.h", "h");
+    add_compile("a");
+    add_compile("b");
+    plan::Job link;
+    link.id = "link";
+    link.kind = plan::JobKind::link;
+    link.argv = {"g++", "-shared", "-o", "/out/lib.so.tmp", "/obj/a.o", "/obj/b.o"};
+    link.inputs = {"/obj/a.o", "/obj/b.o"};
+    link.outputs = {"/out/lib.so"};
+    link.temp_output = "/out/lib.so.tmp";
+    link.deps = {0, 1};
+    link.key = "link-key";
+    graph.add(link);
+    runner.headers["/obj/a.o"] = {"/src/common.h"};
+  }
+  void add_compile(const std::string& name) {
+    plan::Job job;
+    job.id = "compile/" + name;
+    job.argv = {"g++", "-MD", "-MF", "/obj/" + name + ".d", "-c", "/src/" + name + ".cpp", "-o", "/obj/" + name + ".o.tmp"};
+    job.inputs = {"/src/" + name + ".cpp"};
+    job.outputs = {"/obj/" + name + ".o"};
+    job.temp_output = "/obj/" + name + ".o.tmp";
+    job.depfile = "/obj/" + name + ".d";
+    job.key = "compile-key-" + name;
+    graph.add(job);
+  }
+  ExecSummary run(ExecutorOptions options = {2, false}) {
+    runner.started.clear();
+    Executor executor(graph, runner, fs, state, reporter, options);
+    return executor.run();
+  }
+};
+
+}  // namespace
+
+TEST_F(ExecFixture, FirstBuildRunsEverythingThenNothing) {
+  auto first = run();
+  EXPECT_TRUE(first.ok());
+  EXPECT_EQ(first.ran, 3u);
+  EXPECT_TRUE(fs.has("/out/lib.so"));
+  EXPECT_FALSE(fs.has("/out/lib.so.tmp"));
+  EXPECT_EQ(runner.max_concurrent, 2u);
+  auto second = run();
+  EXPECT_EQ(second.stale, 0u);
+  EXPECT_TRUE(runner.started.empty());
+}
+
+TEST_F(ExecFixture, ChangedSourceRebuildsOnlyWhatDependsOnIt) {
+  run();
+  fs.touch("/src/b.cpp");
+  auto summary = run();
+  EXPECT_EQ(summary.ran, 2u);
+  ASSERT_EQ(runner.started.size(), 2u);
+  EXPECT_EQ(runner.started[0][5], "/src/b.cpp");
+  EXPECT_EQ(runner.started[1][0] + " " + runner.started[1][1], "g++ -shared");
+}
+
+TEST_F(ExecFixture, HeaderFromDepfileIsTracked) {
+  run();
+  fs.put("/src/common.h", "changed");
+  auto summary = run();
+  EXPECT_EQ(summary.ran, 2u);  // a.cpp includes it, b.cpp does not
+  EXPECT_EQ(runner.started[0][5], "/src/a.cpp");
+}
+
+TEST_F(ExecFixture, ChangedKeyReruns) {
+  run();
+  graph.jobs[1].key = "compile-key-b-new-flags";
+  EXPECT_EQ(run().ran, 2u);
+}
+
+TEST_F(ExecFixture, ModifiedOrDeletedOutputReruns) {
+  run();
+  (void)fs.remove_all("/obj/a.o");
+  EXPECT_EQ(run().ran, 2u);
+  fs.put("/out/lib.so", "tampered");
+  EXPECT_EQ(run().ran, 1u);
+}
+
+TEST_F(ExecFixture, FailureStopsDependentsAndRemovesPartialOutput) {
+  runner.failures["/obj/a.o"] = 1;
+  auto summary = run({1, false});
+  EXPECT_EQ(summary.failed, 1u);
+  EXPECT_FALSE(summary.ok());
+  EXPECT_FALSE(fs.has("/obj/a.o.tmp"));
+  EXPECT_FALSE(fs.has("/out/lib.so"));
+  EXPECT_EQ(summary.not_run, 2u);  // b was not started after the failure with -j1, link never
+  runner.failures.clear();
+  EXPECT_TRUE(run().ok());
+}
+
+TEST_F(ExecFixture, KeepGoingBuildsIndependentJobs) {
+  runner.failures["/obj/a.o"] = 1;
+  auto summary = run({1, true});
+  EXPECT_EQ(summary.failed, 1u);
+  EXPECT_EQ(summary.ran, 1u);  // b.o
+  EXPECT_TRUE(fs.has("/obj/b.o"));
+  EXPECT_EQ(summary.not_run, 1u);  // link
+}
+
+TEST_F(ExecFixture, InterruptStopsBeforeStartingMore) {
+  raise_interrupt_for_testing();
+  auto summary = run();
+  EXPECT_TRUE(summary.interrupted);
+  EXPECT_TRUE(runner.started.empty());
+  reset_interrupt_for_testing();
+}
+
+TEST_F(ExecFixture, InProcessJobsRunAndAreRecorded) {
+  plan::Job gen;
+  gen.id = "gen";
+  gen.outputs = {"/gen/x.h"};
+  gen.key = "k";
+  int runs = 0;
+  gen.action = [&runs](util::FileSystem& f) {
+    ++runs;
+    return f.write_file_atomic("/gen/x.h", "x");
+  };
+  graph.add(gen);
+  run();
+  run();
+  EXPECT_EQ(runs, 1);
+}
+
+TEST(Staleness, ReasonsAreSpecific) {
+  fakes::MemFileSystem fs;
+  fs.put("/o", "out");
+  fs.put("/i", "in");
+  StatCache stats(fs);
+  plan::Job job;
+  job.key = "k";
+  job.outputs = {"/o"};
+  job.inputs = {"/i"};
+  EXPECT_EQ(*staleness_reason(job, nullptr, stats), "no record of a previous build");
+  JobRecord record{"other", {{"/o", fs.stat("/o").mtime_ns, 3}}, {{"/i", fs.stat("/i").mtime_ns, 2}}};
+  EXPECT_EQ(*staleness_reason(job, &record, stats), "command line or toolchain changed");
+  record.key = "k";
+  EXPECT_FALSE(staleness_reason(job, &record, stats).has_value());
+  record.inputs[0].mtime_ns -= 1;
+  EXPECT_EQ(*staleness_reason(job, &record, stats), "input /i changed");
+}

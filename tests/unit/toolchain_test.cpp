@@ -1,0 +1,84 @@
+#include <gtest/gtest.h>
+
+#include "kbuild/toolchain/probe.hpp"
+#include "support/fakes.hpp"
+
+using namespace kbuild;
+using namespace kbuild::toolchain;
+
+TEST(Toolchain, ParsesNvccVersion) {
+  auto version = parse_nvcc_version(
+      "nvcc: NVIDIA (R) Cuda compiler driver\nCuda compilation tools, release 13.0, V13.0.88\n"
+      "Build cuda_13.0.r13.0/compiler.36424714_0\n");
+  ASSERT_TRUE(version);
+  EXPECT_EQ(version->str(), "13.0.88");
+  EXPECT_FALSE(parse_nvcc_version("gcc (Debian) 12.2.0"));
+}
+
+TEST(Toolchain, ParsesTorchVersionPy) {
+  TorchInstall torch;
+  ASSERT_TRUE(parse_torch_version_py("__version__ = '2.11.0+cu130'\ndebug = False\ncuda: Optional[str] = '13.0'\n"
+                                     "git_version = '70d99e9'\nhip: Optional[str] = None\n",
+                                     torch));
+  EXPECT_EQ(torch.version.str(), "2.11.0");
+  EXPECT_EQ(torch.cuda->str(), "13.0");
+  EXPECT_EQ(torch.git_version, "70d99e9");
+  TorchInstall cpu;
+  ASSERT_TRUE(parse_torch_version_py("__version__ = '2.10.1+cpu'\ncuda: Optional[str] = None\n", cpu));
+  EXPECT_FALSE(cpu.cuda.has_value());
+}
+
+TEST(Toolchain, ReadsATorchInstallation) {
+  fakes::MemFileSystem fs;
+  fs.put("/t/version.py", "__version__ = '2.11.0'\ncuda = '13.0'\ngit_version = 'abc'\n");
+  fs.put("/t/include/torch/library.h", "");
+  fs.put("/t/lib/libc10.so", std::string("\x7f" "ELF...") + "_ZNKSt7__cxx1112basic_string");
+  auto torch = read_torch_install(fs, "/t");
+  ASSERT_TRUE(torch) << torch.error().message;
+  EXPECT_TRUE(torch->cxx11_abi);
+  EXPECT_EQ(torch->include_dirs()[1], "/t/include/torch/csrc/api/include");
+  fs.put("/t/lib/libc10.so", "no new abi here");
+  EXPECT_FALSE(read_torch_install(fs, "/t")->cxx11_abi);
+}
+
+TEST(Toolchain, MissingTorchIsAToolchainErrorWithAHint) {
+  fakes::MemFileSystem fs;
+  fakes::FakeLauncher launcher;
+  fs.put("/py/include/Python.h", "");
+  launcher.answers["python3 -c " + std::string(R"(import importlib.util, json, sys, sysconfig
+spec = importlib.util.find_spec("torch")
+loc = list(spec.submodule_search_locations) if spec and spec.submodule_search_locations else []
+print(json.dumps({"version": "%d.%d" % sys.version_info[:2], "include": sysconfig.get_paths()["include"], "torch": loc[0] if loc else None}))
+)")] = {0, R"({"version": "3.11", "include": "/py/include", "torch": null})", ""};
+  PythonHeaders headers;
+  auto torch = probe_torch_from_python(launcher, fs, "python3", headers);
+  ASSERT_FALSE(torch);
+  EXPECT_EQ(torch.error().code, ExitCode::toolchain);
+  EXPECT_EQ(torch.error().message, "torch is not installed for \"python3\"");
+  EXPECT_NE(torch.error().hint.find("--python"), std::string::npos);
+  EXPECT_EQ(headers.version, "3.11");
+}
+
+TEST(Toolchain, IdentifiesACudaToolkit) {
+  fakes::MemFileSystem fs;
+  fakes::FakeLauncher launcher;
+  fs.put("/cuda/bin/nvcc", "", true);
+  fs.put("/cuda/targets/x86_64-linux/include/cuda_runtime_api.h", "");
+  fs.put("/cuda/targets/x86_64-linux/lib/libcudart.so", "");
+  launcher.answers["/cuda/bin/nvcc --version"] = {0, "Cuda compilation tools, release 13.2, V13.2.51\n", ""};
+  auto cuda = identify_cuda(launcher, fs, "/cuda", "wheels");
+  ASSERT_TRUE(cuda) << cuda.error().message;
+  EXPECT_EQ(cuda->version.major_minor(), "13.2");
+  EXPECT_EQ(cuda->include_dir, "/cuda/targets/x86_64-linux/include");
+  EXPECT_EQ(cuda->lib_dir, "/cuda/targets/x86_64-linux/lib");
+}
+
+TEST(Toolchain, IdentityCoversCompilerVersions) {
+  Toolchain a;
+  a.torch.version_string = "2.11.0";
+  Toolchain b = a;
+  b.cxx.version = "13.1";
+  EXPECT_NE(a.identity(), b.identity());
+  EXPECT_EQ(cxx_standard_for(util::Version({2, 11})), "c++17");
+  EXPECT_EQ(cxx_standard_for(util::Version({2, 12})), "c++20");
+}
