@@ -166,12 +166,14 @@ TEST_F(PlanFixture, OneJobPerTranslationUnitLinkAndInstallPerVariant) {
   std::vector<std::string> ids;
   for (const auto& job : graph->jobs) ids.push_back(job.id);
   EXPECT_EQ(util::join(ids, "\n"),
-            "generated/registration.h\n"
+            "generated\n"
             "torch211-cxx11-cpu-x86_64-linux/compile/torch-ext/torch_binding.cpp\n"
+            "torch211-cxx11-cpu-x86_64-linux/compile/generated/glibc_compat.cpp\n"
             "torch211-cxx11-cpu-x86_64-linux/compile/gray/cpu.cpp\n"
             "torch211-cxx11-cpu-x86_64-linux/link\n"
             "torch211-cxx11-cpu-x86_64-linux/install\n"
             "torch211-cxx11-cu130-x86_64-linux/compile/torch-ext/torch_binding.cpp\n"
+            "torch211-cxx11-cu130-x86_64-linux/compile/generated/glibc_compat.cpp\n"
             "torch211-cxx11-cu130-x86_64-linux/compile/gray/gray.cu\n"
             "torch211-cxx11-cu130-x86_64-linux/compile/gray/cpu.cpp\n"
             "torch211-cxx11-cu130-x86_64-linux/link\n"
@@ -203,7 +205,7 @@ TEST_F(PlanFixture, CompileConventions) {
 
   const Job* link = find(*graph, "torch211-cxx11-cu130-x86_64-linux/link");
   ASSERT_TRUE(link);
-  EXPECT_EQ(link->deps.size(), 3u);
+  EXPECT_EQ(link->deps.size(), 4u);
   EXPECT_TRUE(has(link->argv, "-lcudart"));
   EXPECT_TRUE(has(link->argv, "-shared"));
   EXPECT_EQ(link->outputs.front().filename(), "_img2gray_cuda_abc1234.abi3.so");

@@ -63,4 +63,6 @@ TEST(Strings, ShellQuoting) {
 TEST(Strings, ClosestMatch) {
   EXPECT_EQ(closest_match("bakends", {"backends", "name", "version"}), "backends");
   EXPECT_EQ(closest_match("zzzzzz", {"backends", "name"}), "");
+  EXPECT_EQ(closest_match("cdua", {"cpu", "cuda"}), "cuda");  // a transposition is one edit
+  EXPECT_EQ(edit_distance("kitten", "sitting"), 3u);
 }

@@ -31,6 +31,7 @@ void register_build(CLI::App& app, CommandAction& action);
 void register_clean(CLI::App& app, CommandAction& action);
 void register_check(CLI::App& app, CommandAction& action);
 void register_init(CLI::App& app, CommandAction& action);
+void register_config(CLI::App& app, CommandAction& action);
 
 /// The kbuild version ("0.1.0").
 const char* version();

@@ -113,7 +113,7 @@ Result<void> plan_compiled_variant(const PlanRequest& request, const VariantBuil
                     "only the \"torch\" dependency is supported; see docs/build-toml.md", ExitCode::usage);
 
   struct Unit {
-    std::string source;
+    std::string source;  ///< relative to the kernel directory, or absolute for generated sources
     std::vector<std::string> includes;
     std::vector<std::string> cxx_flags;
     std::vector<std::string> cuda_flags;
@@ -125,6 +125,8 @@ Result<void> plan_compiled_variant(const PlanRequest& request, const VariantBuil
   for (const auto& src : config.torch.src)
     if (compile_kind(src))
       units.push_back({src, config.torch.include, config.torch.cxx_flags, {}, {}, "torch", true});
+  // See templates/torch/glibc_compat.cpp: keeps the library loadable on glibc 2.28.
+  units.push_back({(generated / "glibc_compat.cpp").string(), {}, {}, {}, {}, "kbuild", true});
   for (const auto* component : components) {
     std::vector<std::string> archs;
     if (variant.backend == config::Backend::cuda)
@@ -145,7 +147,10 @@ Result<void> plan_compiled_variant(const PlanRequest& request, const VariantBuil
   for (const auto& unit : units) {
     if (!seen.insert(unit.source).second) continue;
     JobKind kind = *compile_kind(unit.source);
-    fs::path object = work / object_path_for(unit.source);
+    const bool generated_source = fs::path(unit.source).is_absolute();
+    const std::string object_name = generated_source ? "generated/" + fs::path(unit.source).filename().string() : unit.source;
+    const fs::path source_path = generated_source ? fs::path(unit.source) : request.kernel_dir / unit.source;
+    fs::path object = work / object_path_for(object_name);
     fs::path temp = object.string() + ".tmp";
     fs::path depfile = object.string() + ".d";
     std::vector<std::string> argv = request.compiler_launcher;
@@ -191,17 +196,17 @@ Result<void> plan_compiled_variant(const PlanRequest& request, const VariantBuil
     for (const char* flag : {"-MD", "-MF"}) argv.push_back(flag);
     argv.push_back(depfile.string());
     argv.push_back("-c");
-    argv.push_back((request.kernel_dir / unit.source).string());
+    argv.push_back(source_path.string());
     argv.push_back("-o");
     argv.push_back(temp.string());
 
     Job job;
-    job.id = name + "/compile/" + unit.source;
-    job.description = std::string(to_string(kind)) + " " + unit.source + "  [" + name + "]";
+    job.id = name + "/compile/" + object_name;
+    job.description = std::string(to_string(kind)) + " " + object_name + "  [" + name + "]";
     job.variant = name;
     job.kind = kind;
     job.argv = argv;
-    job.inputs = {request.kernel_dir / unit.source};
+    job.inputs = {source_path};
     job.outputs = {object};
     job.temp_output = temp;
     job.depfile = depfile;
@@ -312,14 +317,19 @@ Result<JobGraph> plan_build(const PlanRequest& request) {
   size_t generate_job = 0;
   if (any_compiled) {
     KB_TRY_ASSIGN(std::string registration, layout::render_template("torch/registration.h", {}));
+    KB_TRY_ASSIGN(std::string compat, layout::render_template("torch/glibc_compat.cpp", {}));
     fs::path header = request.work_dir / "generated" / "registration.h";
+    fs::path compat_source = request.work_dir / "generated" / "glibc_compat.cpp";
     Job job;
-    job.id = "generated/registration.h";
-    job.description = "GEN registration.h";
+    job.id = "generated";
+    job.description = "GEN registration.h glibc_compat.cpp";
     job.kind = JobKind::install;
-    job.outputs = {header};
-    job.key = hash_key({"generate-v1", registration});
-    job.action = [header, registration](util::FileSystem& fs) { return fs.write_file_atomic(header, registration); };
+    job.outputs = {header, compat_source};
+    job.key = hash_key({"generate-v2", registration, compat});
+    job.action = [header, registration, compat_source, compat](util::FileSystem& fs) -> Result<void> {
+      KB_TRY(fs.write_file_atomic(header, registration));
+      return fs.write_file_atomic(compat_source, compat);
+    };
     generate_job = graph.add(std::move(job));
   }
   for (const auto& build : request.variants) {

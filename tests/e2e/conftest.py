@@ -1,0 +1,60 @@
+"""Shared fixtures of the end-to-end tests: the kbuild binary, fresh copies of kernels/img2gray
+(as git repositories, so ops ids are deterministic), and one session-wide build of it."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+KBUILD = Path(os.environ.get("KBUILD_BIN", ROOT / ".build" / "tool" / "kbuild"))
+PYTHON = sys.executable
+IMG2GRAY = ROOT / "kernels" / "img2gray"
+
+
+def run_kbuild(*args, cwd=None, check=True, env=None, timeout=900):
+    """Runs kbuild with the test environment's Python as the Torch source."""
+    result = subprocess.run([str(KBUILD), *map(str, args)], cwd=cwd, env=env, capture_output=True, text=True,
+                            timeout=timeout)
+    if check and result.returncode != 0:
+        raise AssertionError(f"kbuild {' '.join(map(str, args))} failed ({result.returncode}):\n"
+                             f"{result.stdout}\n{result.stderr}")
+    return result
+
+
+def build_args(kernel_dir, *extra):
+    return ["build", kernel_dir, "--python", PYTHON, *extra]
+
+
+def git(*args, cwd):
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def copy_kernel(destination: Path, source: Path = IMG2GRAY, init_git: bool = True) -> Path:
+    shutil.copytree(source, destination, ignore=shutil.ignore_patterns("build", ".kbuild", "__pycache__"))
+    if init_git:
+        git("init", "-q", cwd=destination)
+        git("-c", "user.name=t", "-c", "user.email=t@example.com", "add", "-A", cwd=destination)
+        git("-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "kernel", cwd=destination)
+    return destination
+
+
+@pytest.fixture
+def kernel_copy(tmp_path):
+    return copy_kernel(tmp_path / "img2gray")
+
+
+@pytest.fixture(scope="session")
+def built_kernel(tmp_path_factory):
+    """kernels/img2gray copied into a git repository and built once (both variants)."""
+    kernel = copy_kernel(tmp_path_factory.mktemp("built") / "img2gray")
+    result = run_kbuild(*build_args(kernel))
+    assert "kbuild: built" in result.stdout
+    return kernel
+
+
+def variant_dirs(kernel: Path):
+    return sorted(p for p in (kernel / "build").iterdir() if p.is_dir())

@@ -1,0 +1,283 @@
+"""kbuild build on kernels/img2gray: layout, loading through `kernels`, incremental behaviour,
+diagnostics, failures and interrupts."""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import KBUILD, PYTHON, ROOT, build_args, copy_kernel, git, run_kbuild, variant_dirs
+
+pytestmark = pytest.mark.slow
+
+CPU_VARIANT = "torch211-cxx11-cpu-x86_64-linux"
+CUDA_VARIANT = "torch211-cxx11-cu130-x86_64-linux"
+
+
+def test_builds_both_variants_with_the_exact_layout(built_kernel):
+    assert [p.name for p in variant_dirs(built_kernel)] == [CPU_VARIANT, CUDA_VARIANT]
+    tree = git("rev-parse", "HEAD:./", cwd=built_kernel)
+    head = git("rev-parse", "HEAD", cwd=built_kernel)
+    for variant, backend in ((CPU_VARIANT, "cpu"), (CUDA_VARIANT, "cuda")):
+        path = built_kernel / "build" / variant
+        ops_id = f"_img2gray_{backend}_{tree[:7]}"
+        files = sorted(str(p.relative_to(path)) for p in path.rglob("*") if p.is_file())
+        assert files == sorted(["__init__.py", "_ops.py", f"{ops_id}.abi3.so", "metadata.json"])
+        metadata = json.loads((path / "metadata.json").read_text())
+        assert list(metadata) == ["name", "id", "version", "license", "python-depends", "kernel-depends", "backend",
+                                  "digest", "provenance"]
+        assert metadata["id"] == ops_id
+        assert metadata["name"] == "img2gray" and metadata["version"] == 1
+        assert metadata["backend"]["type"] == backend
+        assert metadata["provenance"]["kernel"] == {"commit": head, "dirty": False}
+        assert metadata["provenance"]["kernel-builder"]["version"].startswith("kbuild/")
+        if backend == "cuda":
+            assert metadata["backend"]["archs"] == sorted(
+                ["7.5", "8.0", "8.6", "8.7", "8.9", "9.0", "10.0", "11.0", "12.0", "12.1+PTX"])
+        else:
+            assert "archs" not in metadata["backend"]
+        ops = (path / "_ops.py").read_text()
+        assert f"from . import {ops_id}" in ops and f"ops = torch.ops.{ops_id}" in ops
+        assert (path / "__init__.py").read_bytes() == (ROOT / "kernels/img2gray/torch-ext/img2gray/__init__.py").read_bytes()
+    assert not list(built_kernel.rglob("*.tmp")), "temporary files left behind"
+
+
+def test_metadata_and_digest_pass_the_kernels_parser(built_kernel):
+    """The real `kernels` package parses the metadata and re-hashes the variant to the same digest."""
+    script = r"""
+import sys
+from kernels._rust import Digest, Metadata
+for path in sys.argv[1:]:
+    metadata = Metadata.read_from_file(path + "/metadata.json")
+    metadata.digest.validate(Digest.hash_variant(metadata.digest.algorithm, path))
+    print(metadata.id, metadata.backend.backend_type)
+"""
+    paths = [str(p) for p in variant_dirs(built_kernel)]
+    out = subprocess.run([PYTHON, "-c", script, *paths], check=True, capture_output=True, text=True).stdout
+    assert "Backend.CPU" in out and "Backend.CUDA" in out
+
+
+def test_kernel_tests_pass_against_the_build(built_kernel):
+    """The kernel's own test-suite (torchvision parity over dtypes, layouts, odd and empty shapes;
+    opcheck; torch.compile fullgraph; gradients) against both variants, loaded with get_local_kernel."""
+    env = dict(os.environ, IMG2GRAY_KERNEL_DIR=str(built_kernel))
+    result = subprocess.run([PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(built_kernel / "tests")],
+                            env=env, capture_output=True, text=True, cwd=built_kernel)
+    assert result.returncode == 0, result.stdout + result.stderr
+    passed = int(re.search(r"(\d+) passed", result.stdout).group(1))
+    assert passed >= 50, result.stdout
+
+
+def test_cuda_variant_loads_on_a_cpu_machine_with_cuda_kernels_registered(built_kernel):
+    script = r"""
+import sys, torch
+from pathlib import Path
+import kernels
+k = kernels.get_local_kernel(Path(sys.argv[1]), backend="cuda")
+name = k.__name__ + "::img2gray"
+print(k.__file__)
+print(torch._C._dispatch_has_kernel_for_dispatch_key(name, "CUDA"),
+      torch._C._dispatch_has_kernel_for_dispatch_key(name, "CPU"))
+"""
+    out = subprocess.run([PYTHON, "-c", script, str(built_kernel)], check=True, capture_output=True, text=True).stdout
+    lines = out.splitlines()
+    assert CUDA_VARIANT in lines[0]
+    assert lines[1] == "True True"
+
+
+def test_cpu_variant_has_no_cuda_kernel(built_kernel):
+    script = r"""
+import sys, torch
+from pathlib import Path
+import kernels
+k = kernels.get_local_kernel(Path(sys.argv[1]), backend="cpu")
+print(torch._C._dispatch_has_kernel_for_dispatch_key(k.__name__ + "::img2gray", "CUDA"))
+"""
+    out = subprocess.run([PYTHON, "-c", script, str(built_kernel)], check=True, capture_output=True, text=True).stdout
+    assert out.strip() == "False"
+
+
+def test_no_op_rebuild_does_nothing(built_kernel):
+    before = {p: p.stat().st_mtime_ns for p in (built_kernel / "build").rglob("*")}
+    result = run_kbuild(*build_args(built_kernel))
+    assert result.stdout.startswith("kbuild: no work to do"), result.stdout
+    assert {p: p.stat().st_mtime_ns for p in (built_kernel / "build").rglob("*")} == before
+
+
+def rebuilt_jobs(stdout):
+    return re.findall(r"^\[\d+/\d+\] (\S+ \S+)", stdout, re.M)
+
+
+def test_touched_cu_rebuilds_only_what_depends_on_it(kernel_copy):
+    run_kbuild(*build_args(kernel_copy))
+    cu = kernel_copy / "img2gray_cuda" / "img2gray.cu"
+    os.utime(cu)  # `touch`: same content, new mtime (git still sees a clean tree)
+    result = run_kbuild(*build_args(kernel_copy, "--explain"))
+    names = rebuilt_jobs(result.stdout)
+    assert len(names) == 3, result.stdout
+    assert names[0] == "CUDA img2gray_cuda/img2gray.cu"
+    assert names[1].startswith("LINK _img2gray_cuda_")
+    assert names[2] == f"INSTALL build/{CUDA_VARIANT}"
+    assert "img2gray.cu changed" in result.stdout
+
+
+def test_edited_cu_rebuilds_only_what_depends_on_it(tmp_path):
+    # Outside git the ops id stays the same across edits (in git, the first edit after a commit
+    # switches it to <tree>_dirty, which every translation unit sees through TORCH_EXTENSION_NAME).
+    kernel = copy_kernel(tmp_path / "img2gray", init_git=False)
+    run_kbuild(*build_args(kernel))
+    cu = kernel / "img2gray_cuda" / "img2gray.cu"
+    cu.write_text(cu.read_text() + "\n// edited\n")
+    names = rebuilt_jobs(run_kbuild(*build_args(kernel)).stdout)
+    assert names[0] == "CUDA img2gray_cuda/img2gray.cu" and len(names) == 3, names
+
+
+def test_changed_header_rebuilds_its_includers(kernel_copy):
+    run_kbuild(*build_args(kernel_copy))
+    header = kernel_copy / "include" / "img2gray" / "launch.h"
+    header.write_text(header.read_text() + "\n// touched\n")
+    out = run_kbuild(*build_args(kernel_copy)).stdout
+    compiled = [job for job in rebuilt_jobs(out) if job.split()[0] in ("CXX", "CUDA")]
+    # Every translation unit includes launch.h: all five are rebuilt, nothing else is compiled.
+    assert len(compiled) == 5, out
+
+
+def test_invalid_build_toml_reports_every_problem_and_writes_nothing(kernel_copy):
+    (kernel_copy / "build.toml").write_text(
+        '[general]\nname = "Img2Gray"\nversion = 1\nedition = 5\nlicense = "Apache-2.0"\n'
+        'backends = ["cpu", "cuda", "metl"]\n\n[torch]\nsrc = ["torch-ext/missing.cpp"]\n\n'
+        '[kernel.gray]\nbackend = "cuda"\ndepends = ["torch"]\nsrc = ["img2gray_cuda/img2gray.cu"]\n'
+        'cuda-capabilites = ["9.0"]\n')
+    result = run_kbuild(*build_args(kernel_copy), check=False)
+    assert result.returncode == 2
+    stderr = result.stderr
+    build_toml = str(kernel_copy / "build.toml")
+    for expected in (f"{build_toml}:2:8: error: general.name", f"{build_toml}:6:29: error: unknown backend \"metl\"",
+                     f"{build_toml}:16:1: error: unknown key \"cuda-capabilites\" in [kernel.gray]",
+                     'hint: did you mean "cuda-capabilities"?', "kbuild: error:"):
+        assert expected in stderr, stderr
+    assert not (kernel_copy / ".kbuild").exists()
+    assert not (kernel_copy / "build").exists()
+
+
+def test_missing_source_file_is_reported_with_its_location(kernel_copy):
+    (kernel_copy / "img2gray_cuda" / "img2gray.cu").unlink()
+    result = run_kbuild(*build_args(kernel_copy), check=False)
+    assert result.returncode == 2
+    assert re.search(r"build.toml:\d+:\d+: error: source file \"img2gray_cuda/img2gray.cu\" does not exist",
+                     result.stderr), result.stderr
+
+
+def test_failing_compile_shows_command_and_output_and_keep_going(kernel_copy):
+    cu = kernel_copy / "img2gray_cuda" / "img2gray.cu"
+    cu.write_text(cu.read_text() + "\nthis is not C++;\n")
+    result = run_kbuild(*build_args(kernel_copy, "-j", "1"), check=False)
+    assert result.returncode == 1
+    assert "FAILED: CUDA img2gray_cuda/img2gray.cu" in result.stdout
+    assert "nvcc" in result.stdout and "-gencode" in result.stdout  # the command
+    assert "error" in result.stdout  # the compiler's output
+    assert "kbuild: error: build failed: 1 job failed" in result.stderr
+    assert not list(kernel_copy.rglob("*.tmp"))
+    # --keep-going still builds the CPU variant, which does not depend on the broken file.
+    result = run_kbuild(*build_args(kernel_copy, "--keep-going"), check=False)
+    assert result.returncode == 1
+    assert (kernel_copy / "build" / CPU_VARIANT / "metadata.json").is_file()
+    assert not (kernel_copy / "build" / CUDA_VARIANT).exists()
+
+
+def test_interrupt_stops_children_and_leaves_no_partial_output(kernel_copy):
+    process = subprocess.Popen([str(KBUILD), *build_args(kernel_copy, "-j", "2")], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    # Wait until compilers are running, then interrupt like Ctrl-C does.
+    deadline = time.time() + 60
+    while time.time() < deadline and not list((kernel_copy / ".kbuild").rglob("*.o.tmp")):
+        time.sleep(0.05)
+    assert list((kernel_copy / ".kbuild").rglob("*.o.tmp")), "no compiler started"
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stdout + stderr
+    assert "interrupted" in stderr
+    assert not list(kernel_copy.rglob("*.tmp")), "partial outputs left behind"
+    for child in subprocess.run(["pgrep", "-f", str(kernel_copy)], capture_output=True, text=True).stdout.split():
+        pytest.fail(f"compiler process {child} survived the interrupt")
+    assert not (kernel_copy / "build").exists() or all(
+        (v / "metadata.json").is_file() for v in (kernel_copy / "build").iterdir())
+    # The next build finishes the job.
+    assert "kbuild: built" in run_kbuild(*build_args(kernel_copy)).stdout
+
+
+def test_verbose_prints_every_command(kernel_copy):
+    out = run_kbuild(*build_args(kernel_copy, "-v", "--backend", "cuda")).stdout
+    assert re.search(r"nvcc .*-gencode arch=compute_90,code=sm_90 .*--threads", out), out
+    assert re.search(r"g\+\+ .*-fno-gnu-unique .*-DTORCH_EXTENSION_NAME=_img2gray_cuda_", out)
+    assert re.search(r"g\+\+ -shared .*-lcudart", out)
+
+
+def test_unique_id_follows_the_git_tree_and_dirty_state(kernel_copy):
+    tree = git("rev-parse", "HEAD:./", cwd=kernel_copy)
+    run_kbuild(*build_args(kernel_copy, "--backend", "cpu"))
+    metadata = json.loads((kernel_copy / "build" / CPU_VARIANT / "metadata.json").read_text())
+    assert metadata["id"] == f"_img2gray_cpu_{tree[:7]}"
+    readme = kernel_copy / "torch-ext" / "img2gray" / "__init__.py"
+    readme.write_text(readme.read_text() + "\n# local change\n")
+    run_kbuild(*build_args(kernel_copy, "--backend", "cpu"))
+    metadata = json.loads((kernel_copy / "build" / CPU_VARIANT / "metadata.json").read_text())
+    assert metadata["id"] == f"_img2gray_cpu_{tree[:7]}_dirty"
+    assert metadata["provenance"]["kernel"]["dirty"] is True
+
+
+def test_outside_git_the_unique_id_is_stable_across_builds(tmp_path):
+    kernel = copy_kernel(tmp_path / "img2gray", init_git=False)
+    run_kbuild(*build_args(kernel, "--backend", "cpu"))
+    first = json.loads((kernel / "build" / CPU_VARIANT / "metadata.json").read_text())["id"]
+    assert re.fullmatch(r"_img2gray_cpu_[a-z2-7]{13}", first)
+    assert "no work to do" in run_kbuild(*build_args(kernel, "--backend", "cpu")).stdout
+    assert "provenance" in json.loads((kernel / "build" / CPU_VARIANT / "metadata.json").read_text())
+
+
+def test_check_accepts_the_build_and_finds_tampering(built_kernel, tmp_path):
+    result = run_kbuild("check", built_kernel)
+    assert result.stdout == f"{CPU_VARIANT}: ok\n{CUDA_VARIANT}: ok\n"
+    # A copy whose library was modified after the build and whose ops file is gone.
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(built_kernel / "build", copy / "build")
+    library = next((copy / "build" / CPU_VARIANT).glob("*.so"))
+    library.write_bytes(library.read_bytes() + b"\0")
+    (copy / "build" / CUDA_VARIANT / "_ops.py").unlink()
+    result = run_kbuild("check", copy, check=False)
+    assert result.returncode == 1
+    assert f"{CPU_VARIANT}/{library.name}: error: does not match its digest" in result.stdout
+    assert f"{CUDA_VARIANT}: error: _ops.py is missing" in result.stdout
+    assert f"{CUDA_VARIANT}/_ops.py: error: is listed in the digest but missing" in result.stdout
+
+
+def test_libraries_are_elf_exporting_pyinit_and_linking_only_torch_cuda_libc(built_kernel):
+    for variant in variant_dirs(built_kernel):
+        metadata = json.loads((variant / "metadata.json").read_text())
+        library = variant / f"{metadata['id']}.abi3.so"
+        dynamic = subprocess.run(["readelf", "-d", "--dyn-syms", "-W", str(library)], check=True, capture_output=True,
+                                 text=True).stdout
+        needed = re.findall(r"\(NEEDED\)\s+Shared library: \[(.+?)\]", dynamic)
+        allowed = re.compile(r"^(libc10(_cuda)?|libtorch(_cpu|_cuda)?)\.so$|^libcudart\.so\.13$|"
+                             r"^lib(c|m|stdc\+\+|gcc_s)\.so\.\d+$")
+        assert needed and all(allowed.match(n) for n in needed), needed
+        assert re.search(rf"FUNC\s+GLOBAL\s+DEFAULT\s+\d+\s+PyInit_{metadata['id']}$", dynamic, re.M), dynamic
+        assert "RPATH" not in dynamic and "RUNPATH" not in dynamic
+
+
+def test_clean_removes_intermediates_and_with_all_the_build(kernel_copy):
+    run_kbuild(*build_args(kernel_copy, "--backend", "cpu"))
+    assert (kernel_copy / ".kbuild").is_dir()
+    run_kbuild("clean", kernel_copy)
+    assert not (kernel_copy / ".kbuild").exists() and (kernel_copy / "build").is_dir()
+    run_kbuild("clean", kernel_copy, "--all")
+    assert not (kernel_copy / "build").exists()
+    result = run_kbuild("clean", kernel_copy / "torch-ext", check=False)
+    assert result.returncode == 2 and "not a kernel directory" in result.stderr

@@ -1,0 +1,38 @@
+"""kbuild's build.toml reader agrees with kernel-builder's own parser (shipped in the `kernels`
+package as kernels._rust.Build) on every file of the test corpus."""
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import PYTHON, ROOT, run_kbuild
+
+CORPUS = sorted((ROOT / "tests" / "data" / "build_toml").glob("*/*.toml"))
+
+
+def kernel_builder_accepts(directory: Path) -> bool:
+    script = "import sys\nfrom kernels._rust import Build\ntry:\n    Build.open(sys.argv[1])\nexcept ValueError:\n    sys.exit(3)\n"
+    return subprocess.run([PYTHON, "-c", script, str(directory)], capture_output=True).returncode == 0
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_same_verdict_as_kernel_builder(path, tmp_path):
+    shutil.copy(path, tmp_path / "build.toml")
+    result = run_kbuild("config", tmp_path, "--syntax-only", check=False)
+    ours = result.returncode == 0
+    assert ours == (path.parent.name == "valid"), result.stderr
+    if path.stem.startswith("kbuild_ext_"):
+        pytest.skip("documented kbuild extension (see docs/build-toml.md)")
+    assert ours == kernel_builder_accepts(tmp_path), result.stderr
+
+
+def test_config_prints_the_effective_model():
+    import json
+
+    result = run_kbuild("config", ROOT / "kernels" / "img2gray")
+    model = json.loads(result.stdout)
+    assert model["general"]["name"] == "img2gray"
+    cuda = [k for k in model["kernels"] if k["backend"] == "cuda"][0]
+    assert cuda["effective-cuda-capabilities"][-1] == "12.1+PTX"

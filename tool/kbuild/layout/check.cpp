@@ -1,0 +1,156 @@
+#include "kbuild/layout/check.hpp"
+
+#include <map>
+#include <regex>
+
+#include "kbuild/layout/digest.hpp"
+#include "kbuild/layout/metadata.hpp"
+#include "kbuild/plan/variant.hpp"
+#include "kbuild/util/version.hpp"
+
+namespace kbuild::layout {
+
+namespace {
+
+// Maximum symbol versions per library family (PyPA's auditwheel policy for manylinux_2_28).
+const std::map<std::string, std::map<std::string, std::string>> k_policies = {
+    {"manylinux_2_28",
+     {{"GLIBC", "2.28"}, {"GLIBCXX", "3.4.24"}, {"CXXABI", "1.3.11"}, {"GCC", "7.0.0"}, {"LIBATOMIC", "1.2"},
+      {"ZLIB", "1.2.9"}}},
+};
+
+// Libraries a kernel may link: Torch, the CUDA runtime, and the C/C++ runtime.
+bool allowed_library(const std::string& name) {
+  static const std::regex k_allowed(
+      R"(^(libc10(_cuda)?\.so|libtorch(_cpu|_cuda|_python)?\.so|libcudart\.so\.\d+|libcuda\.so\.1|)"
+      R"(libc\.so\.6|libm\.so\.6|libstdc\+\+\.so\.6|libgcc_s\.so\.1|libpthread\.so\.0|libdl\.so\.2|librt\.so\.1|)"
+      R"(ld-linux-x86-64\.so\.2|ld-linux-aarch64\.so\.1)$)");
+  return std::regex_match(name, k_allowed);
+}
+
+// Private CPython symbols that are nevertheless part of the stable ABI.
+bool stable_private_symbol(const std::string& name) {
+  static const char* k_names[] = {"_Py_Dealloc", "_Py_NoneStruct", "_Py_TrueStruct", "_Py_FalseStruct",
+                                  "_Py_NotImplementedStruct", "_Py_EllipsisObject", "_Py_IncRef", "_Py_DecRef",
+                                  "_PyArg_ParseTuple_SizeT", "_PyArg_Parse_SizeT", "_Py_BuildValue_SizeT",
+                                  "_PyArg_ParseTupleAndKeywords_SizeT", "_PyArg_VaParse_SizeT",
+                                  "_Py_VaBuildValue_SizeT", "_PyObject_CallFunction_SizeT",
+                                  "_PyObject_CallMethod_SizeT"};
+  for (const char* n : k_names)
+    if (name == n) return true;
+  return false;
+}
+
+}  // namespace
+
+bool is_known_manylinux_policy(const std::string& policy) { return policy == "none" || k_policies.count(policy); }
+
+std::vector<CheckIssue> check_library(const ElfInfo& elf, const std::string& where, const std::string& ops_id,
+                                      const std::string& expected_machine, const CheckOptions& options) {
+  std::vector<CheckIssue> issues;
+  auto error = [&](std::string message) { issues.push_back({true, where, std::move(message)}); };
+  if (!elf.shared_object) error("not a shared object");
+  if (elf.machine != expected_machine) error("built for " + elf.machine + ", the variant says " + expected_machine);
+  bool exports_init = false;
+  for (const auto& symbol : elf.dynamic_symbols)
+    if (symbol.name == "PyInit_" + ops_id && symbol.defined && symbol.global && symbol.function) exports_init = true;
+  if (!exports_init) error("does not export PyInit_" + ops_id + " (the loader imports it as module " + ops_id + ")");
+  for (const auto& library : elf.needed)
+    if (!allowed_library(library))
+      error("links " + library + "; kernels may only link Torch, the CUDA runtime and the C/C++ runtime");
+  if (elf.rpath) error("has an RPATH (" + *elf.rpath + "); Torch loads its libraries before the kernel");
+  if (elf.runpath) error("has a RUNPATH (" + *elf.runpath + "); Torch loads its libraries before the kernel");
+  for (const auto& symbol : elf.dynamic_symbols) {
+    if (symbol.defined) continue;
+    if (symbol.name.starts_with("_Py") && !stable_private_symbol(symbol.name))
+      error("uses " + symbol.name + ", which is not in the Python 3.9 limited API (abi3)");
+  }
+  if (options.manylinux != "none") {
+    const auto& policy = k_policies.at(options.manylinux);
+    std::map<std::string, std::string> worst;  // family -> highest version beyond the policy
+    for (const auto& symbol : elf.dynamic_symbols) {
+      if (symbol.defined || symbol.version.empty()) continue;
+      size_t underscore = symbol.version.find('_');
+      if (underscore == std::string::npos) continue;
+      std::string family = symbol.version.substr(0, underscore);
+      auto limit = policy.find(family);
+      auto version = util::Version::parse(symbol.version.substr(underscore + 1));
+      if (limit == policy.end() || !version) continue;
+      if (*version > *util::Version::parse(limit->second)) {
+        auto& current = worst[family];
+        if (current.empty() || *version > *util::Version::parse(current))
+          current = symbol.version.substr(underscore + 1);
+        if (current == symbol.version.substr(underscore + 1) && issues.size() < 1000)
+          issues.push_back({true, where,
+                            "needs " + symbol.name + "@" + symbol.version + ", newer than " + options.manylinux +
+                                " allows (" + family + " <= " + limit->second + ")"});
+      }
+    }
+  }
+  return issues;
+}
+
+std::vector<CheckIssue> check_variant(const util::FileSystem& fs, const std::filesystem::path& variant_dir,
+                                      const CheckOptions& options) {
+  std::vector<CheckIssue> issues;
+  const std::string name = variant_dir.filename().string();
+  auto error = [&](std::string where, std::string message) { issues.push_back({true, std::move(where), std::move(message)}); };
+  auto variant = plan::Variant::parse(name);
+  if (!variant) error(name, "is not a variant name kbuild produces; the kernels loader may ignore it");
+
+  auto files = util::list_files_recursive(fs, variant_dir);
+  if (!files) {
+    error(name, files.error().message);
+    return issues;
+  }
+  for (const auto& rel : *files)
+    if (!is_digested(rel) && rel != "metadata.json" && rel != "metadata.json.sigstore")
+      error(name + "/" + rel, "bytecode must not be shipped");
+  auto text = fs.read_file(variant_dir / "metadata.json");
+  if (!text) {
+    error(name, "metadata.json is missing");
+    return issues;
+  }
+  auto metadata = Metadata::parse(*text);
+  if (!metadata) {
+    error(name + "/metadata.json", metadata.error().message);
+    return issues;
+  }
+  if (!fs.stat(variant_dir / "__init__.py").is_file) error(name, "__init__.py is missing");
+  if (!fs.stat(variant_dir / "_ops.py").is_file) error(name, "_ops.py is missing");
+  static const std::regex k_identifier(R"(^[A-Za-z_][A-Za-z0-9_]*$)");
+  if (!std::regex_match(metadata->id, k_identifier)) error(name + "/metadata.json", "id \"" + metadata->id + "\" is not a Python identifier");
+  if (variant && variant->backend != metadata->backend)
+    error(name + "/metadata.json", "backend.type is " + config::to_string(metadata->backend) + " but the variant name says " +
+                                       config::to_string(variant->backend));
+
+  if (!metadata->digest) {
+    issues.push_back({false, name + "/metadata.json", "has no digest; kbuild build always writes one"});
+  } else if (auto actual = hash_variant_dir(fs, variant_dir)) {
+    for (const auto& [path, value] : *metadata->digest) {
+      auto it = actual->find(path);
+      if (it == actual->end())
+        error(name + "/" + path, "is listed in the digest but missing");
+      else if (it->second != value)
+        error(name + "/" + path, "does not match its digest (modified after the build?)");
+    }
+    for (const auto& [path, value] : *actual)
+      if (!metadata->digest->count(path)) error(name + "/" + path, "is not listed in the digest");
+  }
+
+  if (variant && variant->kind == plan::Variant::Kind::torch) {
+    std::string library = metadata->id + ".abi3.so";
+    auto image = fs.read_file(variant_dir / library);
+    if (!image) {
+      error(name, library + " is missing");
+    } else if (auto elf = read_elf(*image); !elf) {
+      error(name + "/" + library, elf.error().message);
+    } else {
+      auto found = check_library(*elf, name + "/" + library, metadata->id, variant->cpu, options);
+      issues.insert(issues.end(), found.begin(), found.end());
+    }
+  }
+  return issues;
+}
+
+}  // namespace kbuild::layout

@@ -1,0 +1,39 @@
+#pragma once
+// `kbuild check`: does build/ hold what the kernels loader and the Hub expect (spec §3, §4, §8)?
+// Layout (variant names, required files, no bytecode), metadata.json (parses, ids agree, digest
+// verifies), and for each native library: ELF of the variant's CPU, exports PyInit_<ops-id>, links
+// only Torch, CUDA and C/C++ runtime libraries, no RPATH/RUNPATH, no private CPython symbols
+// (kbuild compiles with Py_LIMITED_API=3.9), and symbol versions within the manylinux policy.
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "kbuild/layout/elf.hpp"
+#include "kbuild/util/fs.hpp"
+
+namespace kbuild::layout {
+
+struct CheckIssue {
+  bool error = true;  ///< false: a warning
+  std::string where;  ///< "<variant>" or "<variant>/<file>"
+  std::string message;
+};
+
+struct CheckOptions {
+  /// "manylinux_2_28" (the ecosystem's requirement) or "none" to skip symbol versions.
+  std::string manylinux = "manylinux_2_28";
+};
+
+/// Whether `policy` is one `check` knows.
+bool is_known_manylinux_policy(const std::string& policy);
+
+/// Checks one variant directory.
+std::vector<CheckIssue> check_variant(const util::FileSystem& fs, const std::filesystem::path& variant_dir,
+                                      const CheckOptions& options);
+
+/// The ELF rules alone (pure), for a library expected to export PyInit_<ops_id>.
+std::vector<CheckIssue> check_library(const ElfInfo& elf, const std::string& where, const std::string& ops_id,
+                                      const std::string& expected_machine, const CheckOptions& options);
+
+}  // namespace kbuild::layout
