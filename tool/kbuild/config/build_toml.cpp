@@ -605,6 +605,7 @@ void Parser::run(std::string_view text) {
                    [](const Diagnostic& a, const Diagnostic& b) {
                      return std::tie(a.location.line, a.location.column) < std::tie(b.location.line, b.location.column);
                    });
+  m_outcome.partial = config;
   if (!any_error) m_outcome.config = std::move(config);
 }
 
@@ -620,8 +621,8 @@ ParseOutcome parse_build_toml(std::string_view text, const std::string& file_nam
 std::vector<Diagnostic> check_project_files(const ParseOutcome& outcome, const util::FileSystem& fs,
                                             const std::filesystem::path& root, const std::string& file_name) {
   std::vector<Diagnostic> diagnostics;
-  if (!outcome.config) return diagnostics;
-  const KernelConfig& config = *outcome.config;
+  if (!outcome.partial) return diagnostics;
+  const KernelConfig& config = *outcome.partial;
   for (const auto& [key, location] : outcome.path_locations) {
     // key is "<table>.<field>[i]"; look the value up again from the config.
     const std::vector<std::string>* list = nullptr;
@@ -652,7 +653,7 @@ std::vector<Diagnostic> check_project_files(const ParseOutcome& outcome, const u
                              "paths are relative to " + root.string()});
     }
   }
-  if (config.framework != Framework::tvm_ffi) {
+  if (config.framework != Framework::tvm_ffi && is_valid_kernel_name(config.general.name)) {
     std::string package = "torch-ext/" + config.general.python_name();
     if (!fs.stat(root / package / "__init__.py").is_file)
       diagnostics.push_back({Severity::error, {file_name, 0, 0},

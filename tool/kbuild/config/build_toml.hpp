@@ -19,6 +19,9 @@ namespace kbuild::config {
 struct ParseOutcome {
   /// Set when there is no error-severity diagnostic.
   std::optional<KernelConfig> config;
+  /// What could be read even when there are errors, so that file checks can still run and report
+  /// every problem at once. Not for building.
+  std::optional<KernelConfig> partial;
   std::vector<Diagnostic> diagnostics;
   /// Location of every value that names a file, keyed "kernel.<name>.src[i]", "torch.src[i]", ...
   std::vector<std::pair<std::string, SourceLocation>> path_locations;
