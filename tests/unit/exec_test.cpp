@@ -79,7 +79,10 @@ struct ExecFixture : ::testing::Test {
     job.key = "compile-key-" + name;
     graph.add(job);
   }
-  ExecSummary run(ExecutorOptions options = {2, false}) {
+  ExecSummary run(size_t jobs = 2, bool keep_going = false) {
+    ExecutorOptions options;
+    options.jobs = jobs;
+    options.keep_going = keep_going;
     runner.started.clear();
     Executor executor(graph, runner, fs, state, reporter, options);
     return executor.run();
@@ -134,7 +137,7 @@ TEST_F(ExecFixture, ModifiedOrDeletedOutputReruns) {
 
 TEST_F(ExecFixture, FailureStopsDependentsAndRemovesPartialOutput) {
   runner.failures["/obj/a.o"] = 1;
-  auto summary = run({1, false});
+  auto summary = run(1, false);
   EXPECT_EQ(summary.failed, 1u);
   EXPECT_FALSE(summary.ok());
   EXPECT_FALSE(fs.has("/obj/a.o.tmp"));
@@ -146,7 +149,7 @@ TEST_F(ExecFixture, FailureStopsDependentsAndRemovesPartialOutput) {
 
 TEST_F(ExecFixture, KeepGoingBuildsIndependentJobs) {
   runner.failures["/obj/a.o"] = 1;
-  auto summary = run({1, true});
+  auto summary = run(1, true);
   EXPECT_EQ(summary.failed, 1u);
   EXPECT_EQ(summary.ran, 1u);  // b.o
   EXPECT_TRUE(fs.has("/obj/b.o"));

@@ -137,7 +137,6 @@ Result<ExitCode> run_build(const BuildOptions& options, Services& services) {
   request.variants = variants;
   size_t jobs = options.jobs > 0 ? options.jobs : available_cpus();
   request.nvcc_threads = static_cast<int>(std::max<size_t>(1, jobs));
-  if (!options.launcher.empty()) request.compiler_launcher = util::split(options.launcher, ' ');
   KB_TRY_ASSIGN(request.package_files,
                 util::list_files_recursive(services.fs, kernel_dir / "torch-ext" / config.general.python_name()));
   KB_TRY_ASSIGN(plan::JobGraph graph, plan::plan_build(request));
@@ -145,7 +144,9 @@ Result<ExitCode> run_build(const BuildOptions& options, Services& services) {
   const auto state_file = work_dir / "state";
   exec::BuildState state = exec::BuildState::load(services.fs, state_file);
   exec::SubprocessRunner runner;
-  exec::Executor executor(graph, runner, services.fs, state, reporter, {jobs, options.keep_going});
+  exec::ExecutorOptions exec_options{jobs, options.keep_going, {}};
+  if (!options.launcher.empty()) exec_options.launcher = util::split(options.launcher, ' ');
+  exec::Executor executor(graph, runner, services.fs, state, reporter, exec_options);
   exec::ExecSummary summary = executor.run();
   if (auto saved = state.save(services.fs, state_file); !saved)
     reporter.warning("could not save the build state: " + saved.error().message);

@@ -144,7 +144,10 @@ ExecSummary Executor::run() {
       for (const auto& path : {job.outputs.front(), job.temp_output.value_or(job.outputs.front())})
         (void)m_fs.make_dirs(path.parent_path());
       if (job.temp_output) (void)m_fs.remove_all(*job.temp_output);
-      if (auto started = m_runner.start(index, job.argv); !started) {
+      std::vector<std::string> argv = job.argv;
+      bool compile = job.kind == plan::JobKind::compile_cxx || job.kind == plan::JobKind::compile_cuda;
+      if (compile && !m_options.launcher.empty()) argv.insert(argv.begin(), m_options.launcher.begin(), m_options.launcher.end());
+      if (auto started = m_runner.start(index, argv); !started) {
         JobOutcome outcome;
         outcome.success = false;
         outcome.error = started.error().message;

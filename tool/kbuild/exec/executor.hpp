@@ -25,6 +25,9 @@ namespace kbuild::exec {
 struct ExecutorOptions {
   size_t jobs = 1;          ///< maximum commands at once (-j)
   bool keep_going = false;  ///< keep starting independent jobs after a failure
+  /// Prepended to compile commands when they run (ccache, sccache); not part of job keys, so
+  /// turning a launcher on or off does not rebuild anything.
+  std::vector<std::string> launcher;
 };
 
 struct ExecSummary {

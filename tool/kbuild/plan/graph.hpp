@@ -48,9 +48,12 @@ struct Job {
   std::string key;
   /// Whether the job may be served from, and stored into, the compile cache.
   bool cacheable = false;
-  /// Everything the compile cache keys on besides file contents (see cache/key.hpp); set by the
-  /// planner with paths made relative, so that keys do not depend on the checkout's location.
-  std::string cache_key_base;
+  /// The identity of the tools the job runs (compiler versions; for links also the Torch and CUDA
+  /// builds linked against). With the command line and input contents it forms the cache key.
+  std::string tool_identity;
+  /// Directories whose location must not influence cache keys (the kernel, Torch, CUDA, Python
+  /// headers, the work directory), by placeholder name: {"$K", "/home/me/img2gray"}, ...
+  std::vector<std::pair<std::string, fs::path>> path_roots;
 };
 
 struct JobGraph {

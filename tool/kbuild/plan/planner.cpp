@@ -99,6 +99,13 @@ Result<void> plan_compiled_variant(const PlanRequest& request, const VariantBuil
   const fs::path work = request.work_dir / name;
   const std::string identity = tc.identity();
   const VariantFlags flags = variant_flags(request, variant, tc, ops);
+  std::vector<std::pair<std::string, fs::path>> roots = {{"$K", request.kernel_dir},
+                                                         {"$W", request.work_dir},
+                                                         {"$TORCH", tc.torch.root},
+                                                         {"$PY", tc.python.include_dir}};
+  if (tc.cuda) roots.push_back({"$CUDA", tc.cuda->root});
+  const std::string cxx_identity = "g++ " + tc.cxx.version + " " + tc.cxx.machine;
+  const std::string nvcc_identity = tc.cuda ? "nvcc " + tc.cuda->version.str() + " | " + cxx_identity : "";
   const std::string std_flag = "-std=" + toolchain::cxx_standard_for(tc.torch.version);
   const fs::path generated = request.work_dir / "generated";
 
@@ -153,7 +160,7 @@ Result<void> plan_compiled_variant(const PlanRequest& request, const VariantBuil
     fs::path object = work / object_path_for(object_name);
     fs::path temp = object.string() + ".tmp";
     fs::path depfile = object.string() + ".d";
-    std::vector<std::string> argv = request.compiler_launcher;
+    std::vector<std::string> argv;
     std::vector<std::string> user_includes;
     for (const auto& inc : unit.includes) user_includes.push_back("-I" + (request.kernel_dir / inc).string());
     if (unit.binding) user_includes.push_back("-I" + generated.string());
@@ -213,6 +220,8 @@ Result<void> plan_compiled_variant(const PlanRequest& request, const VariantBuil
     if (unit.binding) job.deps.push_back(generate_job);
     job.key = hash_key({"compile-v1", util::shell_join(argv), identity});
     job.cacheable = true;
+    job.tool_identity = kind == JobKind::compile_cuda ? nvcc_identity : cxx_identity;
+    job.path_roots = roots;
     objects.push_back(object);
     object_jobs.push_back(graph.add(std::move(job)));
   }
@@ -247,6 +256,10 @@ Result<void> plan_compiled_variant(const PlanRequest& request, const VariantBuil
   link_job.temp_output = library_temp;
   link_job.deps = object_jobs;
   link_job.key = hash_key({"link-v1", util::shell_join(link), identity});
+  link_job.cacheable = true;
+  link_job.tool_identity = cxx_identity + " | torch " + tc.torch.version_string + " " + tc.torch.git_version +
+                           (variant.backend == config::Backend::cuda ? " | cudart " + tc.cuda->version.major_minor() : "");
+  link_job.path_roots = roots;
   size_t link_index = graph.add(std::move(link_job));
 
   // Install.

@@ -41,8 +41,6 @@ struct PlanRequest {
   int nvcc_threads = 0;  ///< --threads for nvcc; 0 leaves it out
   std::string builder_version;
   std::optional<layout::GitProvenance> kernel_git;
-  /// Prepended to every compiler command (e.g. {"ccache"}); empty for none.
-  std::vector<std::string> compiler_launcher;
 };
 
 /// "_" + python_name + "_" + backend + "_" + unique_id (spec §3.1).

@@ -56,8 +56,10 @@ Result<ProcessResult> RealProcessLauncher::run(const std::vector<std::string>& a
   }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
+  if (!options.inherit_output) {
+    posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
+    posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
+  }
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   if (options.cwd) posix_spawn_file_actions_addchdir_np(&actions, options.cwd->c_str());
 

@@ -22,6 +22,9 @@ struct ProcessOptions {
   std::optional<std::filesystem::path> cwd;
   /// Variables to set or override in the child's environment.
   std::map<std::string, std::string> env;
+  /// The child writes to kbuild's own stdout/stderr (e.g. pip's progress bar on a terminal)
+  /// instead of having its output captured.
+  bool inherit_output = false;
 };
 
 class ProcessLauncher {

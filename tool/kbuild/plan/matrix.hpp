@@ -1,0 +1,71 @@
+#pragma once
+// The build matrix: Torch versions x (CUDA versions | cpu) for x86_64 Linux.
+//
+// kbuild's default table follows the ecosystem's policy (kernel-builder builds the last two Torch
+// releases with the CUDA versions each is published for), restricted to what kbuild can obtain:
+// Torch wheels from PyPI, CUDA 13.x from the system or from NVIDIA's PyPI wheels. CUDA 12.x needs a
+// user-provided toolkit (--cuda-toolkit 12.6=/path), so it is not in the default table.
+//
+// A kernel chooses its own matrix in `kbuild.toml` next to build.toml (kernel-builder rejects
+// unknown keys in build.toml, so kbuild's settings live apart):
+//
+//   [matrix]
+//   torch = ["2.11", "2.15"]   # Torch major.minor versions
+//   cuda = ["13.0", "13.2"]    # CUDA major.minor versions ([] for none)
+//   cpu = true                 # also build cpu variants
+//
+// Entries are then filtered by build.toml: the backends listed, torch.minver/maxver,
+// general.cuda.minver/maxver, and components' cuda-minver.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kbuild/config/diagnostic.hpp"
+#include "kbuild/config/model.hpp"
+#include "kbuild/plan/variant.hpp"
+#include "kbuild/util/result.hpp"
+#include "kbuild/util/version.hpp"
+
+namespace kbuild::plan {
+
+struct MatrixSpec {
+  std::vector<util::Version> torch;  ///< major.minor
+  std::vector<util::Version> cuda;   ///< major.minor
+  bool cpu = true;
+  std::string origin;  ///< "kbuild default table" or the kbuild.toml path
+};
+
+/// kbuild's table of supported variants (documented in docs/matrix.md).
+MatrixSpec default_matrix();
+
+struct KbuildSettingsOutcome {
+  std::optional<MatrixSpec> matrix;  ///< absent when the file has no [matrix]
+  std::vector<config::Diagnostic> diagnostics;
+};
+
+/// Parses kbuild.toml (every problem reported, like build.toml).
+KbuildSettingsOutcome parse_kbuild_toml(std::string_view text, const std::string& file_name);
+
+struct MatrixEntry {
+  Variant variant;
+  util::Version torch;                ///< major.minor of the Torch toolchain (unused for noarch)
+  std::optional<util::Version> cuda;  ///< major.minor of the CUDA toolchain
+};
+
+/// Every variant of `spec` that the kernel builds, sorted by name. `notes` explains entries that
+/// build.toml's bounds removed (for `kbuild variants`).
+std::vector<MatrixEntry> expand_matrix(const config::KernelConfig& config, const MatrixSpec& spec,
+                                       std::vector<std::string>* notes = nullptr);
+
+struct MatrixFilter {
+  std::vector<std::string> variants;  ///< exact names (--variant)
+  std::vector<std::string> torch;     ///< "2.15" (--torch)
+  std::vector<std::string> cuda;      ///< "13.2" or "cpu" (--cuda)
+};
+
+/// Applies --variant/--torch/--cuda. Error (with suggestions) for a --variant that is not in the
+/// matrix, or when nothing is left.
+Result<std::vector<MatrixEntry>> filter_matrix(const std::vector<MatrixEntry>& entries, const MatrixFilter& filter);
+
+}  // namespace kbuild::plan

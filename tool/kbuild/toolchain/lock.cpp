@@ -1,0 +1,75 @@
+#include "kbuild/toolchain/lock.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <regex>
+
+namespace kbuild::toolchain {
+
+std::string toolchain_name(const std::string& component, const std::string& major_minor) {
+  return component + "-" + major_minor;
+}
+
+const std::vector<std::string>& cuda_wheel_packages() {
+  static const std::vector<std::string> packages = {"nvidia-cuda-nvcc", "nvidia-nvvm", "nvidia-cuda-crt",
+                                                    "nvidia-cuda-runtime", "nvidia-cuda-cccl"};
+  return packages;
+}
+
+std::string LockFile::serialize() const {
+  nlohmann::ordered_json j;
+  j["version"] = 1;
+  j["python-tag"] = python_tag;
+  j["toolchains"] = nlohmann::ordered_json::object();
+  for (const auto& [name, artifacts] : toolchains) {
+    auto& list = j["toolchains"][name] = nlohmann::ordered_json::array();
+    for (const auto& a : artifacts)
+      list.push_back({{"package", a.package}, {"version", a.version}, {"file", a.file}, {"sha256", a.sha256}});
+  }
+  return j.dump(2) + "\n";
+}
+
+Result<LockFile> LockFile::parse(std::string_view text, const std::string& file_name) {
+  auto bad = [&](const std::string& why) {
+    return fail(file_name + ": " + why, "regenerate it with `kbuild toolchains lock`", ExitCode::usage);
+  };
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const std::exception& e) {
+    return bad(std::string("not valid JSON (") + e.what() + ")");
+  }
+  if (!j.is_object() || j.value("version", 0) != 1) return bad("unsupported lock file version");
+  static const std::regex k_name(R"(^(torch|cuda)-\d+\.\d+$)");
+  static const std::regex k_sha(R"(^[0-9a-f]{64}$)");
+  LockFile lock;
+  lock.python_tag = j.value("python-tag", "cp312");
+  if (!j.contains("toolchains") || !j["toolchains"].is_object()) return bad("missing \"toolchains\"");
+  for (const auto& [name, list] : j["toolchains"].items()) {
+    if (!std::regex_match(name, k_name)) return bad("unknown toolchain \"" + name + "\"");
+    if (!list.is_array() || list.empty()) return bad("toolchain \"" + name + "\" has no artifacts");
+    auto& artifacts = lock.toolchains[name];
+    for (const auto& entry : list) {
+      LockedArtifact a;
+      try {
+        a.package = entry.at("package");
+        a.version = entry.at("version");
+        a.file = entry.at("file");
+        a.sha256 = entry.at("sha256");
+      } catch (const std::exception&) {
+        return bad("an artifact of \"" + name + "\" lacks package, version, file or sha256");
+      }
+      if (!std::regex_match(a.sha256, k_sha)) return bad("bad sha256 for " + a.file);
+      if (a.file.find('/') != std::string::npos || !a.file.ends_with(".whl")) return bad("bad file name " + a.file);
+      artifacts.push_back(std::move(a));
+    }
+  }
+  return lock;
+}
+
+const std::vector<LockedArtifact>* LockFile::find(const std::string& name) const {
+  auto it = toolchains.find(name);
+  return it == toolchains.end() ? nullptr : &it->second;
+}
+
+}  // namespace kbuild::toolchain

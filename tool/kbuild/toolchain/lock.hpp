@@ -1,0 +1,52 @@
+#pragma once
+// kbuild.lock: the pinned toolchain artifacts of a kernel's matrix (what flake.lock is to Nix).
+// Written by `kbuild toolchains lock` (and by a matrix build that needs a toolchain the lock does
+// not have yet, unless --locked); read by every matrix build, which verifies each download against
+// it. Format (JSON, 2-space indent, sorted, trailing newline):
+//
+//   {
+//     "version": 1,
+//     "python-tag": "cp312",                        // Torch wheels are per-CPython; the headers are not
+//     "toolchains": {
+//       "cuda-13.2": [ {"package": "nvidia-cuda-nvcc", "version": "13.2.86",
+//                       "file": "nvidia_cuda_nvcc-13.2.86-py3-none-manylinux...whl",
+//                       "sha256": "<64 hex>"}, ... ],    // nvcc, nvvm, crt, runtime, cccl
+//       "torch-2.15": [ {"package": "torch", "version": "2.15.0", "file": "...", "sha256": "..."} ]
+//     }
+//   }
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kbuild/util/result.hpp"
+
+namespace kbuild::toolchain {
+
+struct LockedArtifact {
+  std::string package;
+  std::string version;
+  std::string file;
+  std::string sha256;
+  bool operator==(const LockedArtifact&) const = default;
+};
+
+struct LockFile {
+  std::string python_tag = "cp312";
+  /// "torch-2.15" / "cuda-13.2" -> artifacts.
+  std::map<std::string, std::vector<LockedArtifact>> toolchains;
+
+  std::string serialize() const;
+  static Result<LockFile> parse(std::string_view text, const std::string& file_name);
+  const std::vector<LockedArtifact>* find(const std::string& name) const;
+  bool operator==(const LockFile&) const = default;
+};
+
+/// "torch-2.15", "cuda-13.2".
+std::string toolchain_name(const std::string& component, const std::string& major_minor);
+
+/// The pip packages a CUDA toolkit is assembled from.
+const std::vector<std::string>& cuda_wheel_packages();
+
+}  // namespace kbuild::toolchain

@@ -1,0 +1,275 @@
+#include "kbuild/toolchain/provision.hpp"
+
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "kbuild/toolchain/archive.hpp"
+#include "kbuild/toolchain/probe.hpp"
+#include "kbuild/util/hash.hpp"
+#include "kbuild/util/strings.hpp"
+
+namespace kbuild::toolchain {
+
+namespace fs = std::filesystem;
+
+std::filesystem::path default_cache_dir() {
+  if (const char* dir = std::getenv("KBUILD_CACHE"); dir && *dir) return dir;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return fs::path(xdg) / "kbuild";
+  const char* home = std::getenv("HOME");
+  return fs::path(home ? home : "/tmp") / ".cache" / "kbuild";
+}
+
+std::optional<std::string> torch_wheel_entry(const std::string& name) {
+  if (name.starts_with("torch/include/") || name.starts_with("torch/share/cmake/") || name == "torch/version.py")
+    return name;
+  static const char* k_libraries[] = {"libc10.so", "libc10_cuda.so", "libtorch.so", "libtorch_cpu.so",
+                                      "libtorch_cuda.so"};
+  for (const char* library : k_libraries)
+    if (name == std::string("torch/lib/") + library) return name;
+  return std::nullopt;
+}
+
+std::optional<std::string> cuda_wheel_entry(const std::string& name) {
+  static const std::string k_prefix = "nvidia/cu13/";
+  if (!name.starts_with(k_prefix)) return std::nullopt;
+  std::string rest = name.substr(k_prefix.size());
+  if (rest.empty() || rest.starts_with("cuda_cccl/")) return std::nullopt;
+  return rest;
+}
+
+namespace {
+
+Error toolchain_error(std::string message, std::string hint = {}) {
+  return Error{ExitCode::toolchain, std::move(message), std::move(hint)};
+}
+
+std::string url_file_name(const std::string& url) {
+  std::string name = url.substr(url.rfind('/') + 1);
+  if (auto hash = name.find('#'); hash != std::string::npos) name.resize(hash);
+  std::string decoded;
+  for (size_t i = 0; i < name.size(); ++i) {
+    if (name[i] == '%' && i + 2 < name.size()) {
+      decoded += static_cast<char>(std::stoi(name.substr(i + 1, 2), nullptr, 16));
+      i += 2;
+    } else {
+      decoded += name[i];
+    }
+  }
+  return decoded;
+}
+
+// A scratch directory that removes itself.
+struct ScratchDir {
+  fs::path path;
+  util::FileSystem& fs;
+  ScratchDir(util::FileSystem& f, const fs::path& parent, const std::string& stem) : fs(f) {
+    path = util::temp_sibling(parent / stem);
+    (void)fs.make_dirs(path);
+  }
+  ~ScratchDir() { (void)fs.remove_all(path); }
+};
+
+}  // namespace
+
+Provisioner::Provisioner(util::ProcessLauncher& launcher, util::FileSystem& fs, ProvisionOptions options,
+                         LockFile& lock, ProgressSink progress)
+    : m_launcher(launcher), m_fs(fs), m_options(std::move(options)), m_lock(lock), m_progress(std::move(progress)) {}
+
+std::vector<std::string> Provisioner::platform_args(bool torch_wheel) const {
+  std::vector<std::string> args = {"--only-binary=:all:"};
+  for (const char* platform : {"manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64",
+                               "manylinux_2_12_x86_64", "manylinux2010_x86_64"}) {
+    args.push_back("--platform");
+    args.push_back(platform);
+  }
+  std::string tag = m_lock.python_tag;  // "cp312"
+  args.push_back("--python-version");
+  args.push_back(tag.substr(2, 1) + "." + tag.substr(3));
+  if (torch_wheel) {
+    args.push_back("--implementation");
+    args.push_back("cp");
+    args.push_back("--abi");
+    args.push_back(tag);
+  }
+  return args;
+}
+
+Result<LockedArtifact> Provisioner::resolve(const std::string& package, const std::string& spec, bool torch_wheel) {
+  ScratchDir scratch(m_fs, m_options.cache_dir / "tmp", "resolve");
+  fs::path report = scratch.path / "report.json";
+  std::vector<std::string> argv = {m_options.python, "-m", "pip", "install", "--dry-run", "--ignore-installed",
+                                   "--no-deps", "--quiet", "--disable-pip-version-check", "--report",
+                                   report.string(), "--target", (scratch.path / "target").string()};
+  auto platform = platform_args(torch_wheel);
+  argv.insert(argv.end(), platform.begin(), platform.end());
+  argv.push_back(package + "==" + spec);
+  m_progress("resolving " + package + "==" + spec + " with pip");
+  auto result = m_launcher.run(argv);
+  if (!result) return fail(toolchain_error("cannot run pip: " + result.error().message, "pass --python with pip installed"));
+  if (result->exit_code != 0)
+    return fail(toolchain_error("pip could not resolve " + package + "==" + spec + ":\n" +
+                                    std::string(util::trim(result->err + result->out)),
+                                "check the version exists on your package index (pip index versions " + package + ")"));
+  KB_TRY_ASSIGN(std::string text, m_fs.read_file(report));
+  try {
+    auto j = nlohmann::json::parse(text);
+    const auto& item = j.at("install").at(0);
+    LockedArtifact artifact;
+    artifact.package = package;
+    artifact.version = item.at("metadata").at("version");
+    artifact.file = url_file_name(item.at("download_info").at("url"));
+    artifact.sha256 = item.at("download_info").at("archive_info").at("hashes").at("sha256");
+    return artifact;
+  } catch (const std::exception& e) {
+    return fail(toolchain_error("unexpected pip report for " + package + ": " + e.what(),
+                                "kbuild needs pip >= 23 (pip install --upgrade pip)"));
+  }
+}
+
+Result<std::vector<LockedArtifact>> Provisioner::artifacts(const std::string& component,
+                                                          const util::Version& major_minor) {
+  std::string name = toolchain_name(component, major_minor.major_minor());
+  if (const auto* locked = m_lock.find(name)) return *locked;
+  if (m_options.locked)
+    return fail(toolchain_error("kbuild.lock has no " + name + " toolchain and --locked forbids adding it",
+                                "run `kbuild toolchains lock` and commit kbuild.lock"));
+  std::vector<LockedArtifact> artifacts;
+  std::string spec = major_minor.major_minor() + ".*";
+  if (component == "torch") {
+    KB_TRY_ASSIGN(auto artifact, resolve("torch", spec, true));
+    artifacts.push_back(artifact);
+  } else {
+    if (major_minor.major() < 13)
+      return fail(toolchain_error("CUDA " + major_minor.major_minor() + " cannot be fetched (NVIDIA publishes nvcc wheels for CUDA 13 only)",
+                                  "install it and pass --cuda-toolkit " + major_minor.major_minor() + "=/path/to/cuda"));
+    for (const auto& package : cuda_wheel_packages()) {
+      KB_TRY_ASSIGN(auto artifact, resolve(package, spec, false));
+      artifacts.push_back(artifact);
+    }
+  }
+  m_lock.toolchains[name] = artifacts;
+  m_lock_changed = true;
+  return artifacts;
+}
+
+Result<fs::path> Provisioner::fetch(const LockedArtifact& artifact) {
+  fs::path destination = m_options.cache_dir / "downloads" / artifact.sha256 / artifact.file;
+  if (m_fs.stat(destination).is_file) return destination;  // verified when it was stored
+  ScratchDir scratch(m_fs, m_options.cache_dir / "tmp", "download");
+  std::vector<std::string> argv = {m_options.python, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
+                                   "--dest", scratch.path.string(), "--progress-bar",
+                                   m_options.progress ? "on" : "off"};
+  auto platform = platform_args(artifact.package == "torch");
+  argv.insert(argv.end(), platform.begin(), platform.end());
+  argv.push_back(artifact.package + "==" + artifact.version);
+  m_progress("fetching " + artifact.file);
+  util::ProcessOptions process_options;
+  process_options.inherit_output = m_options.progress;
+  auto result = m_launcher.run(argv, process_options);
+  if (!result) return fail(toolchain_error("cannot run pip: " + result.error().message));
+  if (result->exit_code != 0)
+    return fail(toolchain_error("pip could not download " + artifact.file + (m_options.progress ? "" : ":\n" + std::string(util::trim(result->err))),
+                                "check your network and pip configuration (index, proxy)"));
+  fs::path downloaded = scratch.path / artifact.file;
+  if (!m_fs.stat(downloaded).is_file)
+    return fail(toolchain_error("pip downloaded a different file than " + artifact.file + " (kbuild.lock)",
+                                "the index no longer serves this file; run `kbuild toolchains lock` to re-pin"));
+  KB_TRY_ASSIGN(std::string sha256, util::sha256_file_hex(downloaded));
+  if (sha256 != artifact.sha256)
+    return fail(toolchain_error("sha256 mismatch for " + artifact.file + ": got " + sha256 + ", kbuild.lock pins " +
+                                    artifact.sha256 + "; the file was not used",
+                                "the download is corrupt or was tampered with; if the change is expected, "
+                                "re-pin with `kbuild toolchains lock`"));
+  KB_TRY(m_fs.make_dirs(destination.parent_path()));
+  KB_TRY(m_fs.rename(downloaded, destination));
+  return destination;
+}
+
+Result<TorchInstall> Provisioner::torch(const util::Version& major_minor) {
+  KB_TRY_ASSIGN(auto artifacts, this->artifacts("torch", major_minor));
+  const LockedArtifact& wheel = artifacts.front();
+  fs::path root = m_options.cache_dir / "toolchains" / ("torch-" + wheel.version + "-" + wheel.sha256.substr(0, 12));
+  if (!m_fs.stat(root / ".complete").is_file) {
+    KB_TRY_ASSIGN(fs::path file, fetch(wheel));
+    m_progress("extracting " + wheel.file + " (headers and link libraries)");
+    fs::path staging = util::temp_sibling(root);
+    (void)m_fs.remove_all(staging);
+    auto stats = extract_zip(file, staging, torch_wheel_entry);
+    if (!stats) {
+      (void)m_fs.remove_all(staging);
+      return fail(stats.error());
+    }
+    KB_TRY(m_fs.write_file_atomic(staging / ".complete", wheel.file + " " + wheel.sha256 + "\n"));
+    (void)m_fs.remove_all(root);
+    KB_TRY(m_fs.rename(staging, root));
+  }
+  KB_TRY_ASSIGN(TorchInstall install, read_torch_install(m_fs, root / "torch"));
+  install.origin = "wheel:" + wheel.file;
+  return install;
+}
+
+Result<void> Provisioner::verify_toolkit(const CudaToolkit& cuda) {
+  ScratchDir scratch(m_fs, m_options.cache_dir / "tmp", "cuda-check");
+  KB_TRY(m_fs.write_file_atomic(scratch.path / "probe.cu",
+                                "#include <cuda_runtime.h>\n__global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\n"
+                                "extern \"C\" int kbuild_probe(float* x) { k<<<1, 32>>>(x); return cudaGetLastError(); }\n"));
+  auto compile = m_launcher.run({cuda.nvcc.string(), "-ccbin", m_options.host_cxx, "-Xcompiler=-fPIC", "-arch=sm_90",
+                                 "-c", (scratch.path / "probe.cu").string(), "-o", (scratch.path / "probe.o").string()});
+  if (!compile || compile->exit_code != 0)
+    return fail(toolchain_error("the CUDA " + cuda.version.str() + " toolkit at " + cuda.root.string() +
+                                    " cannot compile a kernel:\n" + (compile ? compile->out + compile->err : ""),
+                                "delete " + cuda.root.string() + " and build again"));
+  auto link = m_launcher.run({m_options.host_cxx, "-shared", "-o", (scratch.path / "probe.so").string(),
+                              (scratch.path / "probe.o").string(), "-L" + cuda.lib_dir.string(), "-lcudart"});
+  if (!link || link->exit_code != 0)
+    return fail(toolchain_error("the CUDA " + cuda.version.str() + " toolkit at " + cuda.root.string() +
+                                    " cannot link a kernel:\n" + (link ? link->out + link->err : ""),
+                                "delete " + cuda.root.string() + " and build again"));
+  return {};
+}
+
+Result<CudaToolkit> Provisioner::cuda(const util::Version& major_minor, const std::optional<CudaToolkit>& system) {
+  if (auto user = m_options.user_cuda.find(major_minor.major_minor()); user != m_options.user_cuda.end()) {
+    KB_TRY_ASSIGN(CudaToolkit toolkit, identify_cuda(m_launcher, m_fs, user->second, "user"));
+    if (toolkit.version.major_minor() != major_minor.major_minor())
+      return fail(toolchain_error("--cuda-toolkit " + major_minor.major_minor() + "=" + user->second.string() +
+                                  " is CUDA " + toolkit.version.str()));
+    return toolkit;
+  }
+  if (system && system->version.major_minor() == major_minor.major_minor()) return *system;
+  KB_TRY_ASSIGN(auto artifacts, this->artifacts("cuda", major_minor));
+  std::string combined;
+  for (const auto& a : artifacts) combined += a.sha256;
+  std::string version = artifacts.front().version;  // nvidia-cuda-nvcc's
+  fs::path root = m_options.cache_dir / "toolchains" / ("cuda-" + version + "-" + util::sha256_hex(combined).substr(0, 12));
+  if (!m_fs.stat(root / ".complete").is_file) {
+    fs::path staging = util::temp_sibling(root);
+    (void)m_fs.remove_all(staging);
+    for (const auto& artifact : artifacts) {
+      KB_TRY_ASSIGN(fs::path file, fetch(artifact));
+      auto stats = extract_zip(file, staging, cuda_wheel_entry);
+      if (!stats) {
+        (void)m_fs.remove_all(staging);
+        return fail(stats.error());
+      }
+    }
+    m_progress("assembled CUDA " + version + " from " + std::to_string(artifacts.size()) + " wheels");
+    // The wheels ship only the versioned runtime; the linker looks for libcudart.so.
+    std::error_code ec;
+    fs::create_symlink("libcudart.so.13", staging / "lib" / "libcudart.so", ec);
+    auto toolkit = identify_cuda(m_launcher, m_fs, staging, "wheels");
+    Result<void> verified = toolkit ? verify_toolkit(*toolkit) : Result<void>(fail(toolkit.error()));
+    if (!verified) {
+      (void)m_fs.remove_all(staging);
+      return fail(verified.error());
+    }
+    KB_TRY(m_fs.write_file_atomic(staging / ".complete", combined + "\n"));
+    (void)m_fs.remove_all(root);
+    KB_TRY(m_fs.rename(staging, root));
+  }
+  return identify_cuda(m_launcher, m_fs, root, "wheels");
+}
+
+}  // namespace kbuild::toolchain

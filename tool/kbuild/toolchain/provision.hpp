@@ -1,0 +1,82 @@
+#pragma once
+// Obtaining pinned toolchains without Nix, for matrix builds:
+//  - Torch X.Y: the PyPI wheel, resolved and downloaded by pip (so pip's configuration, mirrors and
+//    proxies apply), verified against kbuild.lock's sha256, and only include/, share/cmake/,
+//    version.py and the libraries kernels link against extracted (libzip) into
+//    $KBUILD_CACHE/toolchains/torch-<version>-<sha>/.
+//  - CUDA X.Y: the system toolkit when its version is X.Y; otherwise assembled from NVIDIA's wheels
+//    (nvcc, nvvm, crt, runtime, cccl) into $KBUILD_CACHE/toolchains/cuda-<version>-<sha>/, and proven
+//    to compile and link a kernel before it is used. A user-provided toolkit (--cuda-toolkit
+//    12.6=/opt/cuda-12.6) takes precedence; CUDA 12 cannot be fetched.
+// Downloads live in $KBUILD_CACHE/downloads/<sha256>/<file>. Every cache entry is assembled in a
+// temporary directory and renamed into place, so an interrupted fetch never leaves a half entry.
+
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kbuild/toolchain/lock.hpp"
+#include "kbuild/toolchain/toolchain.hpp"
+#include "kbuild/util/fs.hpp"
+#include "kbuild/util/process.hpp"
+#include "kbuild/util/result.hpp"
+#include "kbuild/util/version.hpp"
+
+namespace kbuild::toolchain {
+
+struct ProvisionOptions {
+  std::filesystem::path cache_dir;  ///< $KBUILD_CACHE, default ~/.cache/kbuild
+  std::string python = "python3";   ///< its pip resolves and downloads
+  bool locked = false;              ///< never resolve: everything must come from kbuild.lock
+  bool progress = false;            ///< a terminal: let pip draw its progress bar
+  /// User-provided toolkits by major.minor ("12.6" -> /opt/cuda-12.6).
+  std::map<std::string, std::filesystem::path> user_cuda;
+  std::string host_cxx = "g++";
+};
+
+/// Lines of progress ("fetching torch-2.15.0-...whl (539 MB)") go here.
+using ProgressSink = std::function<void(const std::string&)>;
+
+class Provisioner {
+ public:
+  Provisioner(util::ProcessLauncher& launcher, util::FileSystem& fs, ProvisionOptions options, LockFile& lock,
+              ProgressSink progress);
+
+  /// The artifacts of a toolchain ("torch", "2.15"): from the lock, else resolved with pip and
+  /// added to the lock (an error with --locked).
+  Result<std::vector<LockedArtifact>> artifacts(const std::string& component, const util::Version& major_minor);
+  /// Downloads (if needed) and verifies one artifact; returns its path in the cache.
+  Result<std::filesystem::path> fetch(const LockedArtifact& artifact);
+
+  Result<TorchInstall> torch(const util::Version& major_minor);
+  /// `system` is the toolkit found locally, if any.
+  Result<CudaToolkit> cuda(const util::Version& major_minor, const std::optional<CudaToolkit>& system);
+
+  /// Whether artifacts() added anything to the lock.
+  bool lock_changed() const { return m_lock_changed; }
+
+ private:
+  Result<LockedArtifact> resolve(const std::string& package, const std::string& spec, bool torch_wheel);
+  Result<void> verify_toolkit(const CudaToolkit& cuda);
+  std::vector<std::string> platform_args(bool torch_wheel) const;
+
+  util::ProcessLauncher& m_launcher;
+  util::FileSystem& m_fs;
+  ProvisionOptions m_options;
+  LockFile& m_lock;
+  ProgressSink m_progress;
+  bool m_lock_changed = false;
+};
+
+/// $KBUILD_CACHE, else $XDG_CACHE_HOME/kbuild, else ~/.cache/kbuild.
+std::filesystem::path default_cache_dir();
+
+/// Which entries of a Torch wheel a build needs, mapped to their place under the install root.
+std::optional<std::string> torch_wheel_entry(const std::string& name);
+/// Which entries of an NVIDIA CUDA wheel form the toolkit ("nvidia/cu13/bin/nvcc" -> "bin/nvcc").
+std::optional<std::string> cuda_wheel_entry(const std::string& name);
+
+}  // namespace kbuild::toolchain
