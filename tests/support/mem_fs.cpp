@@ -14,7 +14,12 @@ void MemFileSystem::put(const std::string& path, std::string content, bool execu
   m_files[norm(path)] = {std::move(content), m_clock += 1000, executable};
 }
 
-void MemFileSystem::touch(const std::string& path) { m_files.at(norm(path)).mtime_ns = (m_clock += 1000); }
+Result<void> MemFileSystem::touch(const std::filesystem::path& path) {
+  auto it = m_files.find(norm(path));
+  if (it == m_files.end()) return fail("cannot touch " + path.string());
+  it->second.mtime_ns = (m_clock += 1000);
+  return {};
+}
 
 bool MemFileSystem::is_dir(const std::string& path) const {
   if (m_dirs.count(path)) return true;

@@ -16,7 +16,7 @@ class MemFileSystem final : public util::FileSystem {
   /// Creates or replaces a file; mtime advances on every write, like a real clock would.
   void put(const std::string& path, std::string content, bool executable = false);
   /// Changes only the mtime (like `touch`).
-  void touch(const std::string& path);
+  Result<void> touch(const std::filesystem::path& path) override;
   bool has(const std::string& path) const { return m_files.count(path) > 0; }
   const std::string& content(const std::string& path) const { return m_files.at(path).content; }
   /// Paths written through write_file_atomic, in order.

@@ -11,6 +11,10 @@
 // The vector paths run on a 2D grid as well (x: chunks of an image, y: images of the batch).
 // Arithmetic matches torchvision's eager rgb_to_grayscale; -fmad=false keeps multiplies and adds
 // separately rounded, as torchvision's separate element-wise kernels do.
+//
+// No anonymous namespace: nvcc names its symbols after a module id derived from the source's
+// absolute path, which would make the object differ between checkouts (kbuild builds are
+// reproducible across directories). `detail` plus hidden visibility serves the same purpose.
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -21,7 +25,7 @@
 #include "img2gray/launch.h"
 
 namespace rgb2gray {
-namespace {
+namespace detail {
 
 template <typename T>
 struct Math;
@@ -184,7 +188,9 @@ const char* launch(const RgbView& in, const GrayView& out, cudaStream_t stream) 
   return error == cudaSuccess ? nullptr : cudaGetErrorString(error);
 }
 
-}  // namespace
+}  // namespace detail
+
+using namespace detail;
 
 const char* rgb_to_gray_cuda(DType dtype, const RgbView& in, const GrayView& out, void* stream) {
   if (in.batch == 0 || in.height == 0 || in.width == 0) return nullptr;

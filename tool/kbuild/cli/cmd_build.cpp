@@ -2,9 +2,14 @@
 
 #include <fmt/core.h>
 
-#include <chrono>
+#include <nlohmann/json.hpp>
 
+#include <chrono>
+#include <deque>
+
+#include "kbuild/cache/compile_cache.hpp"
 #include "kbuild/cli/build_session.hpp"
+#include "kbuild/cli/matrix_session.hpp"
 #include "kbuild/cli/command.hpp"
 #include "kbuild/exec/executor.hpp"
 #include "kbuild/exec/interrupt.hpp"
@@ -27,6 +32,15 @@ struct BuildOptions {
   std::vector<std::string> backends;
   std::optional<std::string> unique_id;
   std::string launcher;
+  bool matrix = false;
+  plan::MatrixFilter filter;
+  bool locked = false;
+  std::vector<std::string> cuda_toolkits;
+  bool no_cache = false;
+
+  bool matrix_mode() const {
+    return matrix || !filter.variants.empty() || !filter.torch.empty() || !filter.cuda.empty();
+  }
 };
 
 // One variant per backend of general.backends that the local toolchain can build.
@@ -104,25 +118,76 @@ Result<std::vector<plan::VariantBuild>> local_variants(const config::KernelConfi
   return builds;
 }
 
+// What each variant was built with, for provenance (.kbuild/toolchains-used.json).
+std::string toolchains_record(const std::vector<plan::VariantBuild>& builds) {
+  nlohmann::ordered_json record;
+  record["variants"] = nlohmann::ordered_json::object();
+  for (const auto& build : builds) {
+    if (!build.toolchain) continue;
+    const auto& tc = *build.toolchain;
+    nlohmann::ordered_json entry = {{"torch", tc.torch.version_string}, {"torch-origin", tc.torch.origin},
+                                    {"cxx", tc.cxx.cxx.string() + " " + tc.cxx.version}, {"python-headers", tc.python.version}};
+    if (tc.cuda) {
+      entry["cuda"] = tc.cuda->version.str();
+      entry["cuda-origin"] = tc.cuda->origin + ":" + tc.cuda->root.string();
+    }
+    record["variants"][build.variant.name()] = entry;
+  }
+  return record.dump(2) + "\n";
+}
+
 Result<ExitCode> run_build(const BuildOptions& options, Services& services) {
   auto start = std::chrono::steady_clock::now();
   exec::install_interrupt_handlers();
   const auto kernel_dir = absolute_dir(options.kernel_dir);
   const auto work_dir = kernel_dir / ".kbuild";
   KB_TRY_ASSIGN(config::KernelConfig config, load_config_reporting(services.fs, kernel_dir));
+  const bool matrix = options.matrix_mode();
+  std::optional<MatrixSession> session;
+  if (matrix) {
+    if (!options.backends.empty())
+      return fail("--backend does not apply to matrix builds", "use --cuda cpu or --variant", ExitCode::usage);
+    KB_TRY_ASSIGN(session, open_matrix(services.fs, config, kernel_dir, options.filter, options.locked));
+  }
 
-  exec::TerminalReporter reporter(
-      {options.verbose, options.quiet, options.explain, is_smart_terminal(stdout) && !options.quiet, stdout});
+  const bool terminal = is_smart_terminal(stdout) && !options.quiet;
+  exec::TerminalReporter reporter({options.verbose, options.quiet, options.explain, terminal, stdout});
   toolchain::ProbeOptions probe;
   probe.python = options.python.empty() ? "python3" : options.python;
   if (const char* home = std::getenv("CUDA_HOME")) probe.cuda_home = home;
   if (const char* cxx = std::getenv("CXX"); cxx && *cxx) probe.cxx = cxx;
-  probe.memo_file = work_dir / "toolchain.json";
+  probe.need_torch = !matrix;
+  probe.memo_file = work_dir / (matrix ? "toolchain-matrix.json" : "toolchain.json");
   KB_TRY(services.fs.make_dirs(work_dir));
   (void)services.fs.write_file_atomic(work_dir / ".gitignore", "# kbuild intermediates, never shipped\n*\n");
-  KB_TRY_ASSIGN(toolchain::Toolchain tc, toolchain::probe_local_toolchain(services.launcher, services.fs, probe));
+  KB_TRY_ASSIGN(toolchain::Toolchain local, toolchain::probe_local_toolchain(services.launcher, services.fs, probe));
 
-  KB_TRY_ASSIGN(auto variants, local_variants(config, tc, options.backends, reporter));
+  const auto cache_dir = toolchain::default_cache_dir();
+  std::deque<toolchain::Toolchain> toolchains;
+  std::vector<plan::VariantBuild> variants;
+  if (matrix) {
+    KB_TRY_ASSIGN(auto user_cuda, parse_cuda_toolkits(options.cuda_toolkits));
+    toolchain::ProvisionOptions provision;
+    provision.cache_dir = cache_dir;
+    provision.python = probe.python;
+    provision.locked = options.locked;
+    provision.progress = terminal;
+    provision.user_cuda = user_cuda;
+    provision.host_cxx = local.cxx.cxx.string();
+    toolchain::Provisioner provisioner(services.launcher, services.fs, provision, session->lock,
+                                       [&](const std::string& line) { reporter.info("kbuild: " + line); });
+    auto provisioned = provision_variants(session->selected, provisioner, local, toolchains);
+    if (provisioner.lock_changed()) {
+      // Pins are recorded even when a later download fails, so a retry fetches the same files.
+      KB_TRY(services.fs.write_file_atomic(session->lock_path, session->lock.serialize()));
+      reporter.info("kbuild: pinned new toolchains in " + session->lock_path.string());
+    }
+    if (!provisioned) return fail(provisioned.error());
+    variants = std::move(*provisioned);
+  } else {
+    toolchains.push_back(local);
+    KB_TRY_ASSIGN(variants, local_variants(config, toolchains.back(), options.backends, reporter));
+  }
   KB_TRY_ASSIGN(BuildIdentity identity,
                 build_identity(services.fs, services.launcher, kernel_dir, work_dir, options.unique_id));
 
@@ -140,16 +205,23 @@ Result<ExitCode> run_build(const BuildOptions& options, Services& services) {
   KB_TRY_ASSIGN(request.package_files,
                 util::list_files_recursive(services.fs, kernel_dir / "torch-ext" / config.general.python_name()));
   KB_TRY_ASSIGN(plan::JobGraph graph, plan::plan_build(request));
+  (void)services.fs.write_file_atomic(work_dir / "toolchains-used.json", toolchains_record(variants));
 
   const auto state_file = work_dir / "state";
   exec::BuildState state = exec::BuildState::load(services.fs, state_file);
   exec::SubprocessRunner runner;
   exec::ExecutorOptions exec_options{jobs, options.keep_going, {}};
   if (!options.launcher.empty()) exec_options.launcher = util::split(options.launcher, ' ');
-  exec::Executor executor(graph, runner, services.fs, state, reporter, exec_options);
+  std::optional<cache::CompileCache> compile_cache;
+  if (!options.no_cache)
+    compile_cache.emplace(services.fs, cache_dir, cache::default_max_cache_bytes(),
+                          [&](const std::string& message) { reporter.warning(message); });
+  exec::Executor executor(graph, runner, services.fs, state, reporter, exec_options,
+                          compile_cache ? &*compile_cache : nullptr);
   exec::ExecSummary summary = executor.run();
   if (auto saved = state.save(services.fs, state_file); !saved)
     reporter.warning("could not save the build state: " + saved.error().message);
+  if (compile_cache && summary.stale > 0) compile_cache->finish();
 
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::vector<std::string> names;
@@ -190,6 +262,14 @@ void register_build(CLI::App& app, CommandAction& action) {
   cmd->add_option("--unique-id", options->unique_id, "Ops id suffix (default: from the git tree of the kernel)");
   cmd->add_option("--launcher", options->launcher,
                   "Compiler launcher prepended to compile commands, e.g. ccache or sccache");
+  cmd->add_flag("--matrix", options->matrix, "Build every variant of the kernel's matrix (kbuild.toml or kbuild's table)");
+  cmd->add_option("--variant", options->filter.variants, "Only this variant of the matrix (repeatable)");
+  cmd->add_option("--torch", options->filter.torch, "Only these Torch versions of the matrix, e.g. 2.15 (repeatable)");
+  cmd->add_option("--cuda", options->filter.cuda, "Only these CUDA versions of the matrix, or cpu (repeatable)");
+  cmd->add_flag("--locked", options->locked, "Fail instead of adding toolchains to kbuild.lock");
+  cmd->add_option("--cuda-toolkit", options->cuda_toolkits,
+                  "A local CUDA toolkit for a matrix CUDA version, VERSION=PATH (e.g. 12.6=/usr/local/cuda-12.6)");
+  cmd->add_flag("--no-cache", options->no_cache, "Do not use the compile cache ($KBUILD_CACHE/objects)");
   cmd->callback([options, &action] { action = [options](Services& s) { return run_build(*options, s); }; });
 }
 

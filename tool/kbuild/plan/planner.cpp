@@ -180,6 +180,9 @@ Result<void> plan_compiled_variant(const PlanRequest& request, const VariantBuil
       argv.push_back(tc.cuda->nvcc.string());
       argv.push_back("-ccbin");
       argv.push_back(tc.cxx.cxx.string());
+      // Intermediates named after the object instead of a pid-numbered temporary: the name ends up
+      // in the object's symbol table, and reproducible builds need it fixed (nvcc >= 12.4).
+      if (tc.cuda->version >= util::Version({12, 4})) argv.push_back("-objtemp");
       argv.push_back("-O3");
       argv.push_back(std_flag);
       std::string xcompiler = "-Xcompiler=-fPIC,-fvisibility=hidden,-fno-gnu-unique";

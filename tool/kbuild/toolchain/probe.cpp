@@ -67,8 +67,8 @@ Result<TorchInstall> read_torch_install(const util::FileSystem& fs, const std::f
   return torch;
 }
 
-Result<TorchInstall> probe_torch_from_python(util::ProcessLauncher& launcher, const util::FileSystem& fs,
-                                             const std::string& python, PythonHeaders& headers_out) {
+Result<PythonHeaders> probe_python(util::ProcessLauncher& launcher, const util::FileSystem& fs,
+                                   const std::string& python, std::optional<std::filesystem::path>& torch_root) {
   auto result = launcher.run({python, "-c", k_python_probe});
   if (!result)
     return fail(toolchain_error("cannot run Python interpreter \"" + python + "\"",
@@ -82,15 +82,25 @@ Result<TorchInstall> probe_torch_from_python(util::ProcessLauncher& launcher, co
   } catch (const std::exception&) {
     return fail(toolchain_error("unexpected output from \"" + python + "\": " + result->out, ""));
   }
-  headers_out.include_dir = info.value("include", "");
-  headers_out.version = info.value("version", "");
-  if (!fs.stat(headers_out.include_dir / "Python.h").is_file)
-    return fail(toolchain_error("Python.h not found in " + headers_out.include_dir.string(),
+  PythonHeaders headers;
+  headers.include_dir = info.value("include", "");
+  headers.version = info.value("version", "");
+  if (!fs.stat(headers.include_dir / "Python.h").is_file)
+    return fail(toolchain_error("Python.h not found in " + headers.include_dir.string(),
                                 "install the Python development headers (e.g. apt install python3-dev)"));
-  if (info["torch"].is_null())
+  torch_root.reset();
+  if (!info["torch"].is_null()) torch_root = info["torch"].get<std::string>();
+  return headers;
+}
+
+Result<TorchInstall> probe_torch_from_python(util::ProcessLauncher& launcher, const util::FileSystem& fs,
+                                             const std::string& python, PythonHeaders& headers_out) {
+  std::optional<std::filesystem::path> torch_root;
+  KB_TRY_ASSIGN(headers_out, probe_python(launcher, fs, python, torch_root));
+  if (!torch_root)
     return fail(toolchain_error("torch is not installed for \"" + python + "\"",
                                 "pip install torch, activate the environment that has it, or pass --python"));
-  KB_TRY_ASSIGN(TorchInstall torch, read_torch_install(fs, info["torch"].get<std::string>()));
+  KB_TRY_ASSIGN(TorchInstall torch, read_torch_install(fs, *torch_root));
   torch.origin = "python:" + python;
   return torch;
 }
@@ -173,7 +183,8 @@ std::optional<Toolchain> from_json(const json& j) {
     Toolchain t;
     const auto& torch = j.at("torch");
     t.torch.version_string = torch.at("version");
-    t.torch.version = *util::Version::parse(t.torch.version_string.substr(0, t.torch.version_string.find_first_of("+ab")));
+    if (!t.torch.version_string.empty())
+      t.torch.version = *util::Version::parse(t.torch.version_string.substr(0, t.torch.version_string.find_first_of("+ab")));
     t.torch.git_version = torch.at("git");
     t.torch.root = torch.at("root").get<std::string>();
     t.torch.cxx11_abi = torch.at("cxx11");
@@ -203,15 +214,19 @@ std::optional<Toolchain> from_json(const json& j) {
 
 // Files whose change invalidates a memoised probe.
 std::vector<std::filesystem::path> consulted_files(const Toolchain& t) {
-  std::vector<std::filesystem::path> files = {t.torch.root / "version.py", t.torch.root / "lib" / "libc10.so",
-                                              t.cxx.cxx, t.python.include_dir / "patchlevel.h"};
+  std::vector<std::filesystem::path> files = {t.cxx.cxx, t.python.include_dir / "patchlevel.h"};
+  if (!t.torch.root.empty()) {
+    files.push_back(t.torch.root / "version.py");
+    files.push_back(t.torch.root / "lib" / "libc10.so");
+  }
   if (t.cuda) files.push_back(t.cuda->nvcc);
   return files;
 }
 
 std::string memo_key(const ProbeOptions& options) {
   util::Hasher hasher;
-  hasher.field("probe-v1").field(options.python).field(options.cuda_home.value_or("")).field(options.cxx);
+  hasher.field("probe-v2").field(options.python).field(options.cuda_home.value_or("")).field(options.cxx);
+  hasher.field(options.need_torch ? "torch" : "no-torch");
   // Which programs PATH resolves to is part of the key: switching environments re-probes.
   for (const auto& program : {options.python, std::string("nvcc"), options.cxx}) {
     auto found = util::find_program(program);
@@ -251,7 +266,12 @@ Result<Toolchain> probe_local_toolchain(util::ProcessLauncher& launcher, util::F
     }
   }
   Toolchain toolchain;
-  KB_TRY_ASSIGN(toolchain.torch, probe_torch_from_python(launcher, fs, options.python, toolchain.python));
+  if (options.need_torch) {
+    KB_TRY_ASSIGN(toolchain.torch, probe_torch_from_python(launcher, fs, options.python, toolchain.python));
+  } else {
+    std::optional<std::filesystem::path> ignored;
+    KB_TRY_ASSIGN(toolchain.python, probe_python(launcher, fs, options.python, ignored));
+  }
   KB_TRY_ASSIGN(toolchain.cuda, probe_cuda(launcher, fs, options.cuda_home));
   if (options.need_cuda && !toolchain.cuda)
     return fail(toolchain_error("no CUDA toolkit found (nvcc is not on PATH and CUDA_HOME is not set)",

@@ -20,10 +20,16 @@ struct ProbeOptions {
   std::optional<std::string> cuda_home;  ///< CUDA_HOME; else nvcc on PATH
   std::string cxx = "g++";               ///< CXX
   bool need_cuda = false;                ///< fail when no CUDA toolkit is found
+  /// Matrix builds take Torch from wheels: only the interpreter's headers (and pip) are needed.
+  bool need_torch = true;
   /// Where probe results are memoised (e.g. .kbuild/toolchain.json); empty disables it.
   std::filesystem::path memo_file;
 };
 
+/// Finds the interpreter's include directory (Python.h) and version; `torch_root` gets the
+/// directory of its torch package, if installed.
+Result<PythonHeaders> probe_python(util::ProcessLauncher& launcher, const util::FileSystem& fs,
+                                   const std::string& python, std::optional<std::filesystem::path>& torch_root);
 /// Probes Torch through `python` (without importing it: finds the package and reads version.py).
 Result<TorchInstall> probe_torch_from_python(util::ProcessLauncher& launcher, const util::FileSystem& fs,
                                              const std::string& python, PythonHeaders& headers_out);

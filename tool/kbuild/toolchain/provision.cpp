@@ -265,11 +265,22 @@ Result<CudaToolkit> Provisioner::cuda(const util::Version& major_minor, const st
       (void)m_fs.remove_all(staging);
       return fail(verified.error());
     }
-    KB_TRY(m_fs.write_file_atomic(staging / ".complete", combined + "\n"));
+    KB_TRY(m_fs.write_file_atomic(staging / ".complete", toolkit->version.str() + "\n"));
     (void)m_fs.remove_all(root);
     KB_TRY(m_fs.rename(staging, root));
   }
-  return identify_cuda(m_launcher, m_fs, root, "wheels");
+  // Assembled and verified once; later builds read the version recorded then instead of running nvcc.
+  KB_TRY_ASSIGN(std::string recorded, m_fs.read_file(root / ".complete"));
+  auto recorded_version = util::Version::parse(util::trim(recorded));
+  if (!recorded_version) return identify_cuda(m_launcher, m_fs, root, "wheels");
+  CudaToolkit toolkit;
+  toolkit.version = *recorded_version;
+  toolkit.root = root;
+  toolkit.nvcc = root / "bin" / "nvcc";
+  toolkit.include_dir = root / "include";
+  toolkit.lib_dir = root / "lib";
+  toolkit.origin = "wheels";
+  return toolkit;
 }
 
 }  // namespace kbuild::toolchain

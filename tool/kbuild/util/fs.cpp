@@ -114,6 +114,12 @@ Result<void> RealFileSystem::rename(const fs::path& from, const fs::path& to) {
   return {};
 }
 
+Result<void> RealFileSystem::touch(const fs::path& path) {
+  if (::utimensat(AT_FDCWD, path.c_str(), nullptr, 0) != 0)
+    return fail("cannot touch " + path.string() + ": " + std::strerror(errno));
+  return {};
+}
+
 static Result<void> collect_files(const FileSystem& fs, const fs::path& root, const std::string& prefix,
                                   std::vector<std::string>& out) {
   KB_TRY_ASSIGN(auto entries, fs.list_dir(root));

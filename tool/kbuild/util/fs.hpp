@@ -44,6 +44,8 @@ class FileSystem {
   /// Removes a file or a whole tree. A missing path is not an error.
   virtual Result<void> remove_all(const fs::path& path) = 0;
   virtual Result<void> rename(const fs::path& from, const fs::path& to) = 0;
+  /// Sets a file's modification time to now.
+  virtual Result<void> touch(const fs::path& path) = 0;
 };
 
 class RealFileSystem final : public FileSystem {
@@ -56,6 +58,7 @@ class RealFileSystem final : public FileSystem {
   Result<void> make_dirs(const fs::path& path) override;
   Result<void> remove_all(const fs::path& path) override;
   Result<void> rename(const fs::path& from, const fs::path& to) override;
+  Result<void> touch(const fs::path& path) override;
 };
 
 /// Lists every regular file below `root`, as sorted relative paths with '/' separators.

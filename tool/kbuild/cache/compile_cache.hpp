@@ -1,0 +1,85 @@
+#pragma once
+// The content-addressed compile cache (keys: cache/key.hpp). It serves compile and link jobs of
+// any kernel, checkout and variant from $KBUILD_CACHE/objects, so a .cu that does not include Torch
+// headers is compiled once per CUDA version and architecture list and reused by every Torch
+// version. A cache problem is a warning, never a failed build.
+//
+// On-disk format under the cache directory:
+//   objects/<k[0:2]>/<k>        the output of a job (object file or shared library), key k
+//   manifests/<m[0:2]>/<m>      JSON {"entries": [{"result": k, "inputs": [[path, sha256], ...]}]}:
+//                               for manifest key m, the prerequisites the compiler read (paths
+//                               normalised: $K/..., $TORCH/..., $CUDA/...) with their content
+//                               hashes, and the result key; newest first, at most 16. A hit
+//                               rewrites the job's depfile from the matching entry.
+//   stats                       JSON counters {"hits", "misses", "stores", "errors"} summed over runs
+// Every file is written to a temporary name and renamed into place. Objects are evicted oldest
+// (by modification time, refreshed on every hit) first when their total exceeds the size cap.
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kbuild/exec/job_cache.hpp"
+#include "kbuild/util/fs.hpp"
+#include "kbuild/util/result.hpp"
+
+namespace kbuild::cache {
+
+struct CacheCounters {
+  std::uint64_t hits = 0;
+  std::uint64_t misses = 0;
+  std::uint64_t stores = 0;
+  std::uint64_t errors = 0;
+};
+
+struct CacheSummary {
+  CacheCounters counters;  ///< cumulative
+  std::uint64_t entries = 0;
+  std::uint64_t bytes = 0;
+};
+
+class CompileCache final : public exec::JobCache {
+ public:
+  CompileCache(util::FileSystem& fs, std::filesystem::path dir, std::uint64_t max_bytes,
+               std::function<void(const std::string&)> warn);
+
+  bool restore(const plan::Job& job) override;
+  void store(const plan::Job& job, const std::vector<std::string>& prerequisites) override;
+  /// Adds this run's counters to the stats file and evicts beyond the size cap. Best effort.
+  void finish();
+  const CacheCounters& run_counters() const { return m_run; }
+
+  /// Reads the stats file and sizes the objects directory.
+  static Result<CacheSummary> summarize(const util::FileSystem& fs, const std::filesystem::path& dir);
+  /// Removes objects until their total is at most `target_bytes`, oldest first; returns bytes freed.
+  static Result<std::uint64_t> evict(util::FileSystem& fs, const std::filesystem::path& dir, std::uint64_t target_bytes);
+
+ private:
+  Result<std::string> content_sha256(const std::string& path);
+  Result<bool> try_restore(const plan::Job& job);
+  Result<void> try_store(const plan::Job& job, const std::vector<std::string>& prerequisites);
+  std::filesystem::path object_path(const std::string& key) const;
+  std::filesystem::path manifest_path(const std::string& key) const;
+  void warn_once(const std::string& message);
+
+  util::FileSystem& m_fs;
+  std::filesystem::path m_dir;
+  std::uint64_t m_max_bytes;
+  std::function<void(const std::string&)> m_warn;
+  bool m_warned = false;
+  CacheCounters m_run;
+  struct Memo {
+    std::int64_t mtime_ns;
+    std::uint64_t size;
+    std::string sha256;
+  };
+  std::map<std::string, Memo> m_hashes;
+};
+
+/// The size cap: $KBUILD_CACHE_MAX_SIZE ("20G", "500M", bytes), default 10 GiB.
+std::uint64_t default_max_cache_bytes();
+
+}  // namespace kbuild::cache

@@ -1,0 +1,116 @@
+#include "kbuild/cli/matrix_session.hpp"
+
+#include <fmt/core.h>
+
+#include <map>
+
+#include "kbuild/config/diagnostic.hpp"
+#include "kbuild/util/hash.hpp"
+
+namespace kbuild::cli {
+
+Result<MatrixSession> open_matrix(const util::FileSystem& fs, const config::KernelConfig& config,
+                                  const std::filesystem::path& kernel_dir, const plan::MatrixFilter& filter,
+                                  bool locked) {
+  MatrixSession session;
+  session.kernel_dir = kernel_dir;
+  session.spec = plan::default_matrix();
+  auto settings_path = kernel_dir / "kbuild.toml";
+  if (auto text = fs.read_file(settings_path)) {
+    auto outcome = plan::parse_kbuild_toml(*text, settings_path.string());
+    std::string diagnostics = config::format_diagnostics(outcome.diagnostics);
+    if (!diagnostics.empty()) fmt::print(stderr, "{}", diagnostics);
+    if (config::has_errors(outcome.diagnostics))
+      return fail(settings_path.string() + " is invalid", "fix the problems listed above", ExitCode::usage);
+    if (outcome.matrix) session.spec = *outcome.matrix;
+  }
+  session.lock_path = kernel_dir / "kbuild.lock";
+  if (auto text = fs.read_file(session.lock_path)) {
+    KB_TRY_ASSIGN(session.lock, toolchain::LockFile::parse(*text, session.lock_path.string()));
+    session.lock_existed = true;
+  } else if (locked) {
+    return fail("--locked but " + session.lock_path.string() + " does not exist",
+                "create it with `kbuild toolchains lock` and commit it", ExitCode::usage);
+  }
+  session.all = plan::expand_matrix(config, session.spec, &session.notes);
+  if (session.all.empty())
+    return fail("the kernel's matrix is empty (" + session.spec.origin + ")",
+                "check build.toml's backends and version bounds against the matrix", ExitCode::usage);
+  KB_TRY_ASSIGN(session.selected, plan::filter_matrix(session.all, filter));
+  return session;
+}
+
+Result<std::map<std::string, std::filesystem::path>> parse_cuda_toolkits(const std::vector<std::string>& options) {
+  std::map<std::string, std::filesystem::path> out;
+  for (const auto& option : options) {
+    size_t eq = option.find('=');
+    auto version = eq == std::string::npos ? std::nullopt : util::Version::parse(option.substr(0, eq));
+    if (!version || version->components().size() != 2)
+      return fail("--cuda-toolkit " + option + ": expected MAJOR.MINOR=PATH", "e.g. --cuda-toolkit 12.6=/usr/local/cuda-12.6",
+                  ExitCode::usage);
+    out[version->major_minor()] = option.substr(eq + 1);
+  }
+  return out;
+}
+
+Result<std::vector<plan::VariantBuild>> provision_variants(const std::vector<plan::MatrixEntry>& entries,
+                                                           toolchain::Provisioner& provisioner,
+                                                           const toolchain::Toolchain& base,
+                                                           std::deque<toolchain::Toolchain>& storage) {
+  std::map<std::string, toolchain::TorchInstall> torches;
+  std::map<std::string, toolchain::CudaToolkit> cudas;
+  std::map<std::string, const toolchain::Toolchain*> combos;
+  std::vector<plan::VariantBuild> builds;
+  for (const auto& entry : entries) {
+    if (entry.variant.kind == plan::Variant::Kind::noarch) {
+      builds.push_back({entry.variant, nullptr});
+      continue;
+    }
+    std::string torch_key = entry.torch.major_minor();
+    if (!torches.count(torch_key)) {
+      KB_TRY_ASSIGN(auto torch, provisioner.torch(entry.torch));
+      torches[torch_key] = torch;
+    }
+    std::string cuda_key = entry.cuda ? entry.cuda->major_minor() : "";
+    if (entry.cuda && !cudas.count(cuda_key)) {
+      KB_TRY_ASSIGN(auto cuda, provisioner.cuda(*entry.cuda, base.cuda));
+      cudas[cuda_key] = cuda;
+    }
+    std::string combo = torch_key + "/" + cuda_key;
+    if (!combos.count(combo)) {
+      toolchain::Toolchain tc = base;
+      tc.torch = torches[torch_key];
+      tc.cuda = entry.cuda ? std::optional<toolchain::CudaToolkit>(cudas[cuda_key]) : std::nullopt;
+      storage.push_back(std::move(tc));
+      combos[combo] = &storage.back();
+    }
+    plan::Variant variant = entry.variant;
+    variant.cxx11_abi = combos[combo]->torch.cxx11_abi;
+    builds.push_back({variant, combos[combo]});
+  }
+  return builds;
+}
+
+bool toolchains_present(const plan::MatrixEntry& entry, const toolchain::LockFile& lock,
+                        const std::filesystem::path& cache_dir, const std::optional<toolchain::CudaToolkit>& system,
+                        const std::map<std::string, std::filesystem::path>& user_cuda, const util::FileSystem& fs) {
+  if (entry.variant.kind == plan::Variant::Kind::noarch) return true;
+  const auto* torch = lock.find(toolchain::toolchain_name("torch", entry.torch.major_minor()));
+  if (!torch) return false;
+  const auto& wheel = torch->front();
+  if (!fs.stat(cache_dir / "toolchains" / ("torch-" + wheel.version + "-" + wheel.sha256.substr(0, 12)) / ".complete").is_file)
+    return false;
+  if (!entry.cuda) return true;
+  std::string version = entry.cuda->major_minor();
+  if (user_cuda.count(version)) return true;
+  if (system && system->version.major_minor() == version) return true;
+  const auto* cuda = lock.find(toolchain::toolchain_name("cuda", version));
+  if (!cuda) return false;
+  std::string combined;
+  for (const auto& a : *cuda) combined += a.sha256;
+  return fs.stat(cache_dir / "toolchains" / ("cuda-" + cuda->front().version + "-" + util::sha256_hex(combined).substr(0, 12)) /
+                 ".complete")
+      .is_file;
+}
+
+}  // namespace kbuild::cli

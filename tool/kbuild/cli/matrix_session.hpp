@@ -1,0 +1,54 @@
+#pragma once
+// The parts of a matrix build shared by `build --matrix`, `variants` and `toolchains`: reading the
+// kernel's matrix (kbuild.toml or kbuild's default table) and lock file, and provisioning the
+// toolchains of a set of variants.
+
+#include <deque>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kbuild/config/model.hpp"
+#include "kbuild/plan/matrix.hpp"
+#include "kbuild/plan/planner.hpp"
+#include "kbuild/toolchain/lock.hpp"
+#include "kbuild/toolchain/provision.hpp"
+#include "kbuild/toolchain/toolchain.hpp"
+#include "kbuild/util/fs.hpp"
+#include "kbuild/util/result.hpp"
+
+namespace kbuild::cli {
+
+struct MatrixSession {
+  std::filesystem::path kernel_dir;
+  std::filesystem::path lock_path;  ///< <kernel>/kbuild.lock
+  bool lock_existed = false;
+  plan::MatrixSpec spec;
+  toolchain::LockFile lock;
+  std::vector<plan::MatrixEntry> all;       ///< the kernel's matrix
+  std::vector<plan::MatrixEntry> selected;  ///< after --variant/--torch/--cuda
+  std::vector<std::string> notes;           ///< entries build.toml's bounds removed
+};
+
+/// Reads kbuild.toml (diagnostics printed; error exit 2) and kbuild.lock; `locked` requires the lock.
+Result<MatrixSession> open_matrix(const util::FileSystem& fs, const config::KernelConfig& config,
+                                  const std::filesystem::path& kernel_dir, const plan::MatrixFilter& filter,
+                                  bool locked);
+
+/// Parses repeated --cuda-toolkit VERSION=PATH options.
+Result<std::map<std::string, std::filesystem::path>> parse_cuda_toolkits(const std::vector<std::string>& options);
+
+/// Provisions every toolchain `entries` needs. `base` carries the host compiler, Python headers and
+/// the system CUDA toolkit (if any); the toolchains are stored in `storage` (stable addresses).
+Result<std::vector<plan::VariantBuild>> provision_variants(const std::vector<plan::MatrixEntry>& entries,
+                                                           toolchain::Provisioner& provisioner,
+                                                           const toolchain::Toolchain& base,
+                                                           std::deque<toolchain::Toolchain>& storage);
+
+/// Whether the toolchains of `entry` are already in the cache (or the system provides them).
+bool toolchains_present(const plan::MatrixEntry& entry, const toolchain::LockFile& lock,
+                        const std::filesystem::path& cache_dir, const std::optional<toolchain::CudaToolkit>& system,
+                        const std::map<std::string, std::filesystem::path>& user_cuda, const util::FileSystem& fs);
+
+}  // namespace kbuild::cli
