@@ -32,6 +32,9 @@ void register_clean(CLI::App& app, CommandAction& action);
 void register_check(CLI::App& app, CommandAction& action);
 void register_init(CLI::App& app, CommandAction& action);
 void register_config(CLI::App& app, CommandAction& action);
+void register_variants(CLI::App& app, CommandAction& action);
+void register_toolchains(CLI::App& app, CommandAction& action);
+void register_cache(CLI::App& app, CommandAction& action);
 
 /// The kbuild version ("0.1.0").
 const char* version();

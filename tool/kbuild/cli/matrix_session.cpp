@@ -61,20 +61,24 @@ Result<std::vector<plan::VariantBuild>> provision_variants(const std::vector<pla
   std::map<std::string, toolchain::CudaToolkit> cudas;
   std::map<std::string, const toolchain::Toolchain*> combos;
   std::vector<plan::VariantBuild> builds;
+  // CUDA first: its wheels are small, so a network or pin problem shows before the big Torch downloads.
+  for (const auto& entry : entries) {
+    if (entry.variant.kind == plan::Variant::Kind::noarch || !entry.cuda) continue;
+    if (!cudas.count(entry.cuda->major_minor())) {
+      KB_TRY_ASSIGN(auto cuda, provisioner.cuda(*entry.cuda, base.cuda));
+      cudas[entry.cuda->major_minor()] = cuda;
+    }
+  }
   for (const auto& entry : entries) {
     if (entry.variant.kind == plan::Variant::Kind::noarch) {
       builds.push_back({entry.variant, nullptr});
       continue;
     }
+    std::string cuda_key = entry.cuda ? entry.cuda->major_minor() : "";
     std::string torch_key = entry.torch.major_minor();
     if (!torches.count(torch_key)) {
       KB_TRY_ASSIGN(auto torch, provisioner.torch(entry.torch));
       torches[torch_key] = torch;
-    }
-    std::string cuda_key = entry.cuda ? entry.cuda->major_minor() : "";
-    if (entry.cuda && !cudas.count(cuda_key)) {
-      KB_TRY_ASSIGN(auto cuda, provisioner.cuda(*entry.cuda, base.cuda));
-      cudas[cuda_key] = cuda;
     }
     std::string combo = torch_key + "/" + cuda_key;
     if (!combos.count(combo)) {

@@ -118,8 +118,16 @@ ExecSummary Executor::run() {
       size_t index = ready.front();
       ready.pop_front();
       const plan::Job& job = jobs[index];
-      m_reporter.job_started(job, started++, summary.stale);
       auto explicit_inputs = inputs_at_start(index);
+      if (m_cache && job.cacheable && m_cache->restore(job)) {
+        m_reporter.job_started(job, started++, summary.stale, true);
+        record(index, explicit_inputs, stats);
+        JobOutcome outcome;
+        outcome.cache_hit = true;
+        complete(index, outcome);
+        continue;
+      }
+      m_reporter.job_started(job, started++, summary.stale, false);
       if (job.action) {
         auto start = std::chrono::steady_clock::now();
         auto result = job.action(m_fs);
@@ -131,13 +139,6 @@ ExecSummary Executor::run() {
         } else {
           record(index, explicit_inputs, stats);
         }
-        complete(index, outcome);
-        continue;
-      }
-      if (m_cache && job.cacheable && m_cache->restore(job)) {
-        record(index, explicit_inputs, stats);
-        JobOutcome outcome;
-        outcome.cache_hit = true;
         complete(index, outcome);
         continue;
       }

@@ -26,10 +26,10 @@ void TerminalReporter::end_status_line() {
   }
 }
 
-void TerminalReporter::job_started(const plan::Job& job, size_t started, size_t total) {
+void TerminalReporter::job_started(const plan::Job& job, size_t started, size_t total, bool cached) {
   if (m_options.quiet) return;
-  print_status(fmt::format("[{}/{}] {}", started + 1, total, job.description));
-  if (m_options.verbose && !job.argv.empty()) fmt::print(m_options.out, "{}\n", util::shell_join(job.argv));
+  print_status(fmt::format("[{}/{}] {}{}", started + 1, total, job.description, cached ? " (cached)" : ""));
+  if (m_options.verbose && !cached && !job.argv.empty()) fmt::print(m_options.out, "{}\n", util::shell_join(job.argv));
 }
 
 void TerminalReporter::job_finished(const plan::Job& job, const JobOutcome& outcome, size_t, size_t) {

@@ -22,8 +22,8 @@ struct JobOutcome {
 class Reporter {
  public:
   virtual ~Reporter() = default;
-  /// `started` counts jobs started before this one.
-  virtual void job_started(const plan::Job& job, size_t started, size_t total) = 0;
+  /// `started` counts jobs started before this one; `cached` says it is served from the cache.
+  virtual void job_started(const plan::Job& job, size_t started, size_t total, bool cached) = 0;
   virtual void job_finished(const plan::Job& job, const JobOutcome& outcome, size_t finished, size_t total) = 0;
   /// Why a job is stale (--explain).
   virtual void explain(const plan::Job& job, const std::string& reason) = 0;
@@ -43,7 +43,7 @@ class TerminalReporter final : public Reporter {
  public:
   explicit TerminalReporter(TerminalOptions options) : m_options(options) {}
   ~TerminalReporter() override;
-  void job_started(const plan::Job& job, size_t started, size_t total) override;
+  void job_started(const plan::Job& job, size_t started, size_t total, bool cached) override;
   void job_finished(const plan::Job& job, const JobOutcome& outcome, size_t finished, size_t total) override;
   void explain(const plan::Job& job, const std::string& reason) override;
   void info(std::string_view message) override;
@@ -59,7 +59,7 @@ class TerminalReporter final : public Reporter {
 /// Discards everything (tests, --quiet).
 class NullReporter final : public Reporter {
  public:
-  void job_started(const plan::Job&, size_t, size_t) override {}
+  void job_started(const plan::Job&, size_t, size_t, bool) override {}
   void job_finished(const plan::Job&, const JobOutcome&, size_t, size_t) override {}
   void explain(const plan::Job&, const std::string&) override {}
   void info(std::string_view) override {}

@@ -1,0 +1,60 @@
+// kbuild cache stats|clean: inspect and empty the compile cache.
+
+#include <fmt/core.h>
+
+#include "kbuild/cache/compile_cache.hpp"
+#include "kbuild/cli/command.hpp"
+#include "kbuild/toolchain/provision.hpp"
+
+namespace kbuild::cli {
+
+namespace {
+
+std::string human(std::uint64_t bytes) {
+  if (bytes >= (1ull << 30)) return fmt::format("{:.1f} GiB", bytes / double(1ull << 30));
+  if (bytes >= (1ull << 20)) return fmt::format("{:.1f} MiB", bytes / double(1ull << 20));
+  return fmt::format("{:.1f} KiB", bytes / 1024.0);
+}
+
+Result<ExitCode> run_stats(Services& services) {
+  auto dir = toolchain::default_cache_dir();
+  KB_TRY_ASSIGN(auto summary, cache::CompileCache::summarize(services.fs, dir));
+  const auto& c = summary.counters;
+  std::uint64_t lookups = c.hits + c.misses;
+  fmt::print("cache directory   {}\n", dir.string());
+  fmt::print("objects           {} ({} of {} cap)\n", summary.entries, human(summary.bytes),
+             human(cache::default_max_cache_bytes()));
+  fmt::print("hits / misses     {} / {} ({:.0f}% hit rate)\n", c.hits, c.misses, lookups ? 100.0 * c.hits / lookups : 0.0);
+  fmt::print("stores            {}\n", c.stores);
+  fmt::print("errors            {}\n", c.errors);
+  return ExitCode::ok;
+}
+
+Result<ExitCode> run_clean_cache(bool toolchains, Services& services) {
+  auto dir = toolchain::default_cache_dir();
+  std::vector<std::string> parts = {"objects", "manifests", "stats", "tmp"};
+  if (toolchains) {
+    parts.push_back("toolchains");
+    parts.push_back("downloads");
+  }
+  for (const auto& part : parts) KB_TRY(services.fs.remove_all(dir / part));
+  fmt::print("emptied the compile cache{} in {}\n", toolchains ? " and the toolchains" : "", dir.string());
+  return ExitCode::ok;
+}
+
+}  // namespace
+
+void register_cache(CLI::App& app, CommandAction& action) {
+  CLI::App* group = app.add_subcommand("cache", "Inspect or empty the compile cache ($KBUILD_CACHE, ~/.cache/kbuild)");
+  group->require_subcommand(1);
+  CLI::App* stats = group->add_subcommand("stats", "Entries, size and hit rate of the compile cache");
+  stats->callback([&action] { action = [](Services& s) { return run_stats(s); }; });
+  auto toolchains = std::make_shared<bool>(false);
+  CLI::App* clean = group->add_subcommand("clean", "Remove every cached object (and with --toolchains the toolchains)");
+  clean->add_flag("--toolchains", *toolchains, "Also remove downloaded and unpacked toolchains");
+  clean->callback([toolchains, &action] {
+    action = [toolchains](Services& s) { return run_clean_cache(*toolchains, s); };
+  });
+}
+
+}  // namespace kbuild::cli

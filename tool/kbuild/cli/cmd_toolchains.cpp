@@ -1,0 +1,112 @@
+// kbuild toolchains lock|fetch [KERNEL_DIR]: pin and pre-fetch the toolchains of the matrix.
+
+#include <fmt/core.h>
+
+#include <deque>
+#include <set>
+
+#include "kbuild/cli/build_session.hpp"
+#include "kbuild/cli/command.hpp"
+#include "kbuild/cli/matrix_session.hpp"
+#include "kbuild/toolchain/probe.hpp"
+
+namespace kbuild::cli {
+
+namespace {
+
+struct ToolchainsOptions {
+  std::string kernel_dir = ".";
+  std::string python;
+  bool update = false;
+  bool locked = false;
+  std::vector<std::string> cuda_toolkits;
+};
+
+Result<ExitCode> run_lock(const ToolchainsOptions& options, Services& services) {
+  auto kernel_dir = absolute_dir(options.kernel_dir);
+  KB_TRY_ASSIGN(config::KernelConfig config, load_config_reporting(services.fs, kernel_dir));
+  KB_TRY_ASSIGN(MatrixSession session, open_matrix(services.fs, config, kernel_dir, {}, false));
+  toolchain::LockFile previous = session.lock;
+  if (options.update) session.lock.toolchains.clear();
+  toolchain::ProvisionOptions provision;
+  provision.cache_dir = toolchain::default_cache_dir();
+  provision.python = options.python.empty() ? "python3" : options.python;
+  toolchain::Provisioner provisioner(services.launcher, services.fs, provision, session.lock,
+                                     [](const std::string& line) { fmt::print("kbuild: {}\n", line); });
+  // Every Torch and CUDA version of the matrix is pinned, including CUDA versions this machine has,
+  // so the lock also serves machines without them.
+  std::set<std::string> torch, cuda;
+  for (const auto& entry : session.all) {
+    if (entry.variant.kind == plan::Variant::Kind::noarch) continue;
+    torch.insert(entry.torch.major_minor());
+    if (entry.cuda && entry.cuda->major() >= 13) cuda.insert(entry.cuda->major_minor());
+  }
+  for (const auto& version : torch) KB_TRY(provisioner.artifacts("torch", *util::Version::parse(version)));
+  for (const auto& version : cuda) KB_TRY(provisioner.artifacts("cuda", *util::Version::parse(version)));
+  // Pins of toolchains the matrix no longer uses are dropped.
+  for (auto it = session.lock.toolchains.begin(); it != session.lock.toolchains.end();) {
+    std::string version = it->first.substr(it->first.find('-') + 1);
+    bool used = it->first.starts_with("torch-") ? torch.count(version) : cuda.count(version);
+    it = used ? std::next(it) : session.lock.toolchains.erase(it);
+  }
+  if (session.lock_existed && session.lock == previous) {
+    fmt::print("{} is up to date\n", session.lock_path.string());
+    return ExitCode::ok;
+  }
+  KB_TRY(services.fs.write_file_atomic(session.lock_path, session.lock.serialize()));
+  for (const auto& [name, artifacts] : session.lock.toolchains)
+    fmt::print("  {:12} {}\n", name, artifacts.front().package + " " + artifacts.front().version);
+  fmt::print("wrote {}\n", session.lock_path.string());
+  return ExitCode::ok;
+}
+
+Result<ExitCode> run_fetch(const ToolchainsOptions& options, Services& services) {
+  auto kernel_dir = absolute_dir(options.kernel_dir);
+  KB_TRY_ASSIGN(config::KernelConfig config, load_config_reporting(services.fs, kernel_dir));
+  KB_TRY_ASSIGN(MatrixSession session, open_matrix(services.fs, config, kernel_dir, {}, options.locked));
+  toolchain::ProbeOptions probe;
+  probe.python = options.python.empty() ? "python3" : options.python;
+  probe.need_torch = false;
+  if (const char* home = std::getenv("CUDA_HOME")) probe.cuda_home = home;
+  KB_TRY_ASSIGN(toolchain::Toolchain local, toolchain::probe_local_toolchain(services.launcher, services.fs, probe));
+  KB_TRY_ASSIGN(auto user_cuda, parse_cuda_toolkits(options.cuda_toolkits));
+  toolchain::ProvisionOptions provision;
+  provision.cache_dir = toolchain::default_cache_dir();
+  provision.python = probe.python;
+  provision.locked = options.locked;
+  provision.progress = is_smart_terminal(stdout);
+  provision.user_cuda = user_cuda;
+  provision.host_cxx = local.cxx.cxx.string();
+  toolchain::Provisioner provisioner(services.launcher, services.fs, provision, session.lock,
+                                     [](const std::string& line) { fmt::print("kbuild: {}\n", line); });
+  std::deque<toolchain::Toolchain> storage;
+  auto builds = provision_variants(session.all, provisioner, local, storage);
+  if (provisioner.lock_changed()) KB_TRY(services.fs.write_file_atomic(session.lock_path, session.lock.serialize()));
+  if (!builds) return fail(builds.error());
+  for (const auto& tc : storage)
+    fmt::print("  torch {:14} cuda {:10} ({})\n", tc.torch.version_string, tc.cuda ? tc.cuda->version.str() : "-",
+               tc.cuda ? tc.cuda->origin : "cpu");
+  fmt::print("toolchains of {} variants are in {}\n", builds->size(), provision.cache_dir.string());
+  return ExitCode::ok;
+}
+
+}  // namespace
+
+void register_toolchains(CLI::App& app, CommandAction& action) {
+  CLI::App* group = app.add_subcommand("toolchains", "Pin (kbuild.lock) and fetch the toolchains of the matrix");
+  group->require_subcommand(1);
+  auto options = std::make_shared<ToolchainsOptions>();
+  CLI::App* lock = group->add_subcommand("lock", "Resolve every Torch and CUDA toolchain of the matrix and write kbuild.lock");
+  lock->add_option("kernel_dir", options->kernel_dir, "Kernel directory")->capture_default_str();
+  lock->add_option("--python", options->python, "Interpreter whose pip resolves (default python3)");
+  lock->add_flag("--update", options->update, "Re-resolve every pin to the newest patch release");
+  lock->callback([options, &action] { action = [options](Services& s) { return run_lock(*options, s); }; });
+  CLI::App* fetch = group->add_subcommand("fetch", "Download, verify and unpack every toolchain of the matrix");
+  fetch->add_option("kernel_dir", options->kernel_dir, "Kernel directory")->capture_default_str();
+  fetch->add_option("--python", options->python, "Interpreter whose pip downloads and whose headers are used");
+  fetch->add_flag("--locked", options->locked, "Fail instead of adding pins to kbuild.lock");
+  fetch->add_option("--cuda-toolkit", options->cuda_toolkits, "A local CUDA toolkit, VERSION=PATH");
+  fetch->callback([options, &action] { action = [options](Services& s) { return run_fetch(*options, s); }; });
+}
+
+}  // namespace kbuild::cli
