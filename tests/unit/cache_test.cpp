@@ -1,0 +1,131 @@
+#include <gtest/gtest.h>
+
+#include "kbuild/cache/compile_cache.hpp"
+#include "kbuild/cache/key.hpp"
+#include "support/mem_fs.hpp"
+
+using namespace kbuild;
+using namespace kbuild::cache;
+
+namespace {
+
+plan::Job compile_job(const std::string& kernel, const std::string& torch) {
+  plan::Job job;
+  job.kind = plan::JobKind::compile_cuda;
+  job.argv = {"/cuda/bin/nvcc", "-ccbin", "/usr/bin/g++", "-O3", "-DTORCH_EXTENSION_NAME=_k_cuda_abc",
+              "-I" + kernel + "/include", "-isystem", torch + "/include", "-ffile-prefix-map=" + kernel + "/=",
+              "-Xcompiler=-fPIC,-ffile-prefix-map=" + kernel + "/=", "-gencode", "arch=compute_90,code=sm_90",
+              "--threads", "8", "-MD", "-MF", kernel + "/.kbuild/x.d", "-c", kernel + "/k.cu", "-o",
+              kernel + "/.kbuild/k.o.tmp"};
+  job.inputs = {kernel + "/k.cu"};
+  job.outputs = {kernel + "/.kbuild/k.o"};
+  job.depfile = kernel + "/.kbuild/x.d";
+  job.cacheable = true;
+  job.tool_identity = "nvcc 13.0.88 | g++ 12.2.0";
+  job.path_roots = {{"$K", kernel}, {"$TORCH", torch}, {"$CUDA", "/cuda"}};
+  return job;
+}
+
+}  // namespace
+
+TEST(CacheKey, PathsAreNormalisedAgainstRoots) {
+  Roots roots = {{"$K", "/home/a/k"}, {"$TORCH", "/t"}};
+  EXPECT_EQ(normalize_path("/home/a/k/include/x.h", roots), "$K/include/x.h");
+  EXPECT_EQ(normalize_path("/home/a/kernel/x.h", roots), "/home/a/kernel/x.h");  // not under $K
+  EXPECT_EQ(normalize_path("/usr/include/c++/12/vector", roots), "/usr/include/c++/12/vector");
+  EXPECT_EQ(denormalize_path("$TORCH/include/a.h", {{"$TORCH", "/other"}}), "/other/include/a.h");
+}
+
+TEST(CacheKey, ArgumentsIgnoreLocationsThreadsAndOutputs) {
+  auto args = key_arguments(compile_job("/home/a/k", "/cache/torch-2.11"));
+  EXPECT_EQ(args, (std::vector<std::string>{"-O3", "-DTORCH_EXTENSION_NAME=_k_cuda_abc", "-Xcompiler=-fPIC", "-gencode",
+                                            "arch=compute_90,code=sm_90"}));
+  // The same job in another checkout against another Torch has the same key...
+  EXPECT_EQ(manifest_key(compile_job("/home/a/k", "/t1"), "s"), manifest_key(compile_job("/tmp/b", "/t2"), "s"));
+  // ...but not with other flags, another compiler or another source.
+  auto other_flags = compile_job("/home/a/k", "/t1");
+  other_flags.argv[11] = "arch=compute_100,code=sm_100";
+  EXPECT_NE(manifest_key(other_flags, "s"), manifest_key(compile_job("/home/a/k", "/t1"), "s"));
+  auto other_compiler = compile_job("/home/a/k", "/t1");
+  other_compiler.tool_identity = "nvcc 13.2.86 | g++ 12.2.0";
+  EXPECT_NE(manifest_key(other_compiler, "s"), manifest_key(compile_job("/home/a/k", "/t1"), "s"));
+  EXPECT_NE(manifest_key(compile_job("/home/a/k", "/t1"), "s2"), manifest_key(compile_job("/home/a/k", "/t1"), "s"));
+}
+
+TEST(CacheKey, ResultKeyIsOrderIndependent) {
+  EXPECT_EQ(result_key("m", {{"a", "1"}, {"b", "2"}}), result_key("m", {{"b", "2"}, {"a", "1"}}));
+  EXPECT_NE(result_key("m", {{"a", "1"}, {"b", "2"}}), result_key("m", {{"a", "1"}, {"b", "3"}}));
+}
+
+TEST(CompileCache, HitsAcrossCheckoutsAndMissesOnHeaderChange) {
+  fakes::MemFileSystem fs;
+  CompileCache cache(fs, "/cache", 1 << 30, nullptr);
+  // Checkout A compiles and stores.
+  fs.put("/a/k.cu", "kernel");
+  fs.put("/a/include/k.h", "header");
+  fs.put("/cuda/include/cuda.h", "cuda");
+  fs.put("/a/.kbuild/k.o", "OBJECT");
+  auto a = compile_job("/a", "/torch-a");
+  EXPECT_FALSE(cache.restore(a));
+  cache.store(a, {"/a/k.cu", "/a/include/k.h", "/cuda/include/cuda.h"});
+  // Checkout B, same contents elsewhere: a hit, with a depfile naming B's files.
+  fs.put("/b/k.cu", "kernel");
+  fs.put("/b/include/k.h", "header");
+  auto b = compile_job("/b", "/torch-b");
+  ASSERT_TRUE(cache.restore(b));
+  EXPECT_EQ(fs.content("/b/.kbuild/k.o"), "OBJECT");
+  EXPECT_NE(fs.content("/b/.kbuild/x.d").find("/b/include/k.h"), std::string::npos);
+  // A header edit in B: miss.
+  fs.put("/b/include/k.h", "changed");
+  EXPECT_FALSE(cache.restore(b));
+  EXPECT_EQ(cache.run_counters().hits, 1u);
+  EXPECT_EQ(cache.run_counters().misses, 2u);
+  cache.finish();
+  auto summary = CompileCache::summarize(fs, "/cache");
+  ASSERT_TRUE(summary);
+  EXPECT_EQ(summary->entries, 1u);
+  EXPECT_EQ(summary->counters.hits, 1u);
+}
+
+TEST(CompileCache, LinkJobsKeyOnInputContents) {
+  fakes::MemFileSystem fs;
+  CompileCache cache(fs, "/cache", 1 << 30, nullptr);
+  plan::Job link;
+  link.kind = plan::JobKind::link;
+  link.argv = {"g++", "-shared", "-o", "/a/lib.so.tmp", "/a/x.o", "-L/t/lib", "-lc10"};
+  link.inputs = {"/a/x.o"};
+  link.outputs = {"/a/lib.so"};
+  link.tool_identity = "g++ 12 | torch 2.11";
+  fs.put("/a/x.o", "obj");
+  fs.put("/a/lib.so", "LIB");
+  cache.store(link, {});
+  (void)fs.remove_all("/a/lib.so");
+  ASSERT_TRUE(cache.restore(link));
+  EXPECT_EQ(fs.content("/a/lib.so"), "LIB");
+  fs.put("/a/x.o", "other obj");
+  EXPECT_FALSE(cache.restore(link));
+}
+
+TEST(CompileCache, EvictsOldestBeyondTheCap) {
+  fakes::MemFileSystem fs;
+  fs.put("/c/objects/aa/aa1", std::string(100, 'x'));
+  fs.put("/c/objects/bb/bb1", std::string(100, 'y'));
+  fs.put("/c/objects/cc/cc1", std::string(100, 'z'));
+  (void)fs.touch("/c/objects/aa/aa1");  // the most recently used
+  auto freed = CompileCache::evict(fs, "/c", 150);
+  ASSERT_TRUE(freed);
+  EXPECT_EQ(*freed, 200u);
+  EXPECT_TRUE(fs.has("/c/objects/aa/aa1"));
+  EXPECT_FALSE(fs.has("/c/objects/bb/bb1"));
+}
+
+TEST(CompileCache, FailuresAreWarningsNotErrors) {
+  fakes::MemFileSystem fs;
+  std::vector<std::string> warnings;
+  CompileCache cache(fs, "/cache", 1 << 30, [&](const std::string& w) { warnings.push_back(w); });
+  auto job = compile_job("/a", "/t");
+  fs.put("/a/k.cu", "kernel");
+  cache.store(job, {"/a/k.cu", "/a/missing.h"});  // the output and a header are missing
+  EXPECT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(cache.run_counters().errors, 1u);
+}
