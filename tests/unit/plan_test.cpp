@@ -259,3 +259,12 @@ TEST_F(PlanFixture, NoarchVariantOnlyInstalls) {
   ASSERT_EQ(graph->jobs.size(), 1u);
   EXPECT_EQ(graph->jobs[0].id, "torch-cuda/install");
 }
+
+TEST_F(PlanFixture, TorchFreeComponentsUseOneStandardForEveryTorchVersion) {
+  config.kernels[1].depends.clear();  // gray_cuda no longer depends on torch
+  auto graph = plan_build(request({config::Backend::cuda}));
+  ASSERT_TRUE(graph);
+  EXPECT_TRUE(has(find(*graph, "torch211-cxx11-cu130-x86_64-linux/compile/gray/gray.cu")->argv, "-std=c++20"));
+  EXPECT_TRUE(has(find(*graph, "torch211-cxx11-cu130-x86_64-linux/compile/torch-ext/torch_binding.cpp")->argv,
+                  "-std=c++17"));
+}

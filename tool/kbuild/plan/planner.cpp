@@ -127,13 +127,17 @@ Result<void> plan_compiled_variant(const PlanRequest& request, const VariantBuil
     std::vector<std::string> archs;
     std::string owner;
     bool binding = false;
+    std::string std_flag;
   };
+  // Translation units that cannot see Torch (components without the "torch" dependency) use one
+  // C++ standard for every Torch version, so their objects are shared across the matrix.
+  const std::string torch_free_std = "-std=c++20";
   std::vector<Unit> units;
   for (const auto& src : config.torch.src)
     if (compile_kind(src))
-      units.push_back({src, config.torch.include, config.torch.cxx_flags, {}, {}, "torch", true});
+      units.push_back({src, config.torch.include, config.torch.cxx_flags, {}, {}, "torch", true, std_flag});
   // See templates/torch/glibc_compat.cpp: keeps the library loadable on glibc 2.28.
-  units.push_back({(generated / "glibc_compat.cpp").string(), {}, {}, {}, {}, "kbuild", true});
+  units.push_back({(generated / "glibc_compat.cpp").string(), {}, {}, {}, {}, "kbuild", true, torch_free_std});
   for (const auto* component : components) {
     std::vector<std::string> archs;
     if (variant.backend == config::Backend::cuda)
@@ -145,7 +149,10 @@ Result<void> plan_compiled_variant(const PlanRequest& request, const VariantBuil
     for (const auto& src : component->src)
       if (compile_kind(src))
         units.push_back({src, component->include, component->cxx_flags, component->cuda_flags, archs,
-                         "kernel." + component->name, false});
+                         "kernel." + component->name, false,
+                         std::find(component->depends.begin(), component->depends.end(), "torch") != component->depends.end()
+                             ? std_flag
+                             : torch_free_std});
   }
   // The same source listed by two components is compiled once.
   std::set<std::string> seen;
@@ -167,7 +174,7 @@ Result<void> plan_compiled_variant(const PlanRequest& request, const VariantBuil
     if (kind == JobKind::compile_cxx) {
       argv.push_back(tc.cxx.cxx.string());
       for (const char* flag : {"-O3", "-fPIC", "-fvisibility=hidden", "-fno-gnu-unique"}) argv.push_back(flag);
-      argv.push_back(std_flag);
+      argv.push_back(unit.std_flag);
       argv.insert(argv.end(), flags.defines.begin(), flags.defines.end());
       argv.insert(argv.end(), user_includes.begin(), user_includes.end());
       for (const auto& dir : flags.system_includes) {
@@ -184,7 +191,7 @@ Result<void> plan_compiled_variant(const PlanRequest& request, const VariantBuil
       // in the object's symbol table, and reproducible builds need it fixed (nvcc >= 12.4).
       if (tc.cuda->version >= util::Version({12, 4})) argv.push_back("-objtemp");
       argv.push_back("-O3");
-      argv.push_back(std_flag);
+      argv.push_back(unit.std_flag);
       std::string xcompiler = "-Xcompiler=-fPIC,-fvisibility=hidden,-fno-gnu-unique";
       for (const auto& map : flags.prefix_maps) xcompiler += "," + map;
       argv.push_back(xcompiler);

@@ -1,0 +1,181 @@
+"""kbuild build --matrix: pinned toolchains from PyPI wheels, one job pool, the compile cache,
+reproducible trees, and refusal of tampered downloads."""
+
+import filecmp
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import PYTHON, build_args, copy_kernel, git, run_kbuild, variant_dirs
+
+pytestmark = pytest.mark.slow
+
+MATRIX = [
+    "torch211-cxx11-cpu-x86_64-linux",
+    "torch211-cxx11-cu130-x86_64-linux",
+    "torch211-cxx11-cu132-x86_64-linux",
+    "torch215-cxx11-cpu-x86_64-linux",
+    "torch215-cxx11-cu130-x86_64-linux",
+    "torch215-cxx11-cu132-x86_64-linux",
+]
+
+
+def tree_bytes(root: Path):
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def matrix_kernel(tmp_path_factory):
+    kernel = copy_kernel(tmp_path_factory.mktemp("matrix") / "img2gray")
+    result = run_kbuild(*build_args(kernel, "--matrix", "--locked"), timeout=3600)
+    assert "kbuild: built" in result.stdout, result.stdout + result.stderr
+    return kernel
+
+
+def test_matrix_builds_every_variant_with_valid_libraries(matrix_kernel):
+    assert [p.name for p in variant_dirs(matrix_kernel)] == MATRIX
+    # kbuild check: ELF for x86_64, exports PyInit_<id>, links only Torch/CUDA/C runtime, digests.
+    result = run_kbuild("check", matrix_kernel)
+    assert result.stdout == "".join(f"{name}: ok\n" for name in MATRIX)
+    used = json.loads((matrix_kernel / ".kbuild" / "toolchains-used.json").read_text())["variants"]
+    assert used["torch215-cxx11-cu132-x86_64-linux"]["torch"].startswith("2.15.0")
+    assert used["torch215-cxx11-cu132-x86_64-linux"]["cuda"].startswith("13.2")
+    assert used["torch211-cxx11-cu130-x86_64-linux"]["cuda"].startswith("13.0")
+    for variant in MATRIX:
+        metadata = json.loads((matrix_kernel / "build" / variant / "metadata.json").read_text())
+        assert metadata["backend"]["type"] == ("cpu" if "cpu" in variant else "cuda")
+
+
+def test_the_installed_torch_loads_its_variants_through_kernels(matrix_kernel):
+    script = r"""
+import sys, torch
+from pathlib import Path
+from kernels import get_local_kernel
+from torchvision.transforms.functional import rgb_to_grayscale
+for backend in ("cuda", "cpu"):
+    k = get_local_kernel(Path(sys.argv[1]), backend=backend)
+    image = torch.randint(0, 256, (2, 3, 17, 23), dtype=torch.uint8)
+    assert torch.equal(k.img2gray(image), rgb_to_grayscale(image))
+    print(Path(k.__file__).parent.name)
+"""
+    out = subprocess.run([PYTHON, "-c", script, str(matrix_kernel)], check=True, capture_output=True, text=True).stdout
+    assert out.split() == ["torch211-cxx11-cu130-x86_64-linux", "torch211-cxx11-cpu-x86_64-linux"]
+
+
+def test_variants_json_lists_the_matrix(matrix_kernel):
+    listing = json.loads(run_kbuild("variants", matrix_kernel, "--json").stdout)
+    assert listing["kernel"] == "img2gray"
+    assert [v["name"] for v in listing["variants"]] == MATRIX
+    cu132 = listing["variants"][2]
+    assert cu132 == {"name": MATRIX[2], "torch": "2.11", "backend": "cuda", "compute": "cu132", "cuda": "13.2",
+                     "toolchain": "present"}
+    only = json.loads(run_kbuild("variants", matrix_kernel, "--json", "--torch", "2.15", "--cuda", "cpu").stdout)
+    assert [v["name"] for v in only["variants"]] == ["torch215-cxx11-cpu-x86_64-linux"]
+
+
+def test_no_op_and_full_rebuild_from_the_cache(matrix_kernel):
+    assert "no work to do" in run_kbuild(*build_args(matrix_kernel, "--matrix", "--locked")).stdout
+    before = tree_bytes(matrix_kernel / "build")
+    shutil.rmtree(matrix_kernel / "build")
+    shutil.rmtree(matrix_kernel / ".kbuild")
+    out = run_kbuild(*build_args(matrix_kernel, "--matrix", "--locked")).stdout
+    ran, cached = map(int, re.search(r"\((\d+) jobs run, (\d+) from cache\)", out).groups())
+    compile_and_link = len(re.findall(r"^\[\d+/\d+\] (?:CXX|CUDA|LINK) ", out, re.M))
+    assert cached == compile_and_link == 28, out  # 2 x (3 + 1) cpu, 4 x (4 + 1) cuda
+    assert ran == 7  # the in-process jobs: registration.h and six installs
+    assert tree_bytes(matrix_kernel / "build") == before
+
+
+def test_a_cu_without_torch_headers_compiles_once_per_cuda_version(tmp_path):
+    kernel = copy_kernel(tmp_path / "img2gray")
+    cache = tmp_path / "cache"
+    shutil.copytree(Path(os.environ.get("KBUILD_CACHE", Path.home() / ".cache" / "kbuild")) / "toolchains",
+                    cache / "toolchains", symlinks=True)
+    env = dict(os.environ, KBUILD_CACHE=str(cache))
+    first = run_kbuild(*build_args(kernel, "--variant", "torch211-cxx11-cu130-x86_64-linux"), env=env).stdout
+    assert re.search(r"^\[\d+/\d+\] CUDA img2gray_cuda/img2gray.cu  \[torch211-cxx11-cu130-x86_64-linux\]$", first, re.M)
+    second = run_kbuild(*build_args(kernel, "--variant", "torch215-cxx11-cu130-x86_64-linux"), env=env).stdout
+    # Another Torch, same CUDA: the .cu object comes from the cache, the binding is compiled.
+    assert re.search(r"CUDA img2gray_cuda/img2gray.cu  \[torch215-cxx11-cu130-x86_64-linux\] \(cached\)$", second, re.M)
+    assert re.search(r"CXX torch-ext/torch_binding.cpp  \[torch215-cxx11-cu130-x86_64-linux\]$", second, re.M)
+    third = run_kbuild(*build_args(kernel, "--variant", "torch215-cxx11-cu132-x86_64-linux"), env=env).stdout
+    # Another CUDA version: compiled again.
+    assert re.search(r"CUDA img2gray_cuda/img2gray.cu  \[torch215-cxx11-cu132-x86_64-linux\]$", third, re.M)
+    stats = run_kbuild("cache", "stats", env=env).stdout
+    assert re.search(r"hits / misses\s+\d+ / \d+", stats)
+
+
+def test_two_clean_builds_in_different_directories_are_byte_identical(matrix_kernel, tmp_path):
+    variants = ["--variant", "torch211-cxx11-cu130-x86_64-linux", "--variant", "torch215-cxx11-cpu-x86_64-linux"]
+    trees = []
+    for name in ("first", "second-place"):
+        clone = tmp_path / name / "img2gray"
+        subprocess.run(["git", "clone", "-q", str(matrix_kernel), str(clone)], check=True)
+        run_kbuild(*build_args(clone, *variants, "--no-cache", "--locked"))
+        trees.append(clone / "build")
+    first, second = (tree_bytes(t) for t in trees)
+    assert sorted(first) == sorted(second) and len(first) == 8
+    assert first == second
+    digests = [json.loads((t / "torch211-cxx11-cu130-x86_64-linux" / "metadata.json").read_text())["digest"] for t in trees]
+    assert digests[0] == digests[1]
+    metadata = json.loads((trees[0] / "torch215-cxx11-cpu-x86_64-linux" / "metadata.json").read_text())
+    assert metadata["provenance"]["kernel"] == {"commit": git("rev-parse", "HEAD", cwd=matrix_kernel), "dirty": False}
+
+
+def test_a_tampered_download_is_refused(kernel_copy, tmp_path):
+    lock_path = kernel_copy / "kbuild.lock"
+    lock = json.loads(lock_path.read_text())
+    nvcc = lock["toolchains"]["cuda-13.2"][0]
+    good = nvcc["sha256"]
+    nvcc["sha256"] = ("0" if good[0] != "0" else "1") + good[1:]
+    lock_path.write_text(json.dumps(lock, indent=2) + "\n")
+    env = dict(os.environ, KBUILD_CACHE=str(tmp_path / "cache"))
+    result = run_kbuild(*build_args(kernel_copy, "--variant", "torch211-cxx11-cu132-x86_64-linux", "--locked"),
+                        env=env, check=False)
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert f"sha256 mismatch for {nvcc['file']}: got {good}, kbuild.lock pins {nvcc['sha256']}" in result.stderr
+    assert "hint:" in result.stderr
+    assert not list((tmp_path / "cache" / "downloads").rglob("*.whl"))
+    assert not (kernel_copy / "build").exists()
+
+
+def test_lock_command_and_locked_builds(kernel_copy):
+    (kernel_copy / "kbuild.lock").unlink()
+    result = run_kbuild(*build_args(kernel_copy, "--matrix", "--locked"), check=False)
+    assert result.returncode == 2 and "kbuild.lock does not exist" in result.stderr
+    out = run_kbuild("toolchains", "lock", kernel_copy, "--python", PYTHON).stdout
+    lock = json.loads((kernel_copy / "kbuild.lock").read_text())
+    assert sorted(lock["toolchains"]) == ["cuda-13.0", "cuda-13.2", "torch-2.11", "torch-2.15"]
+    assert [a["package"] for a in lock["toolchains"]["cuda-13.2"]] == [
+        "nvidia-cuda-nvcc", "nvidia-nvvm", "nvidia-cuda-crt", "nvidia-cuda-runtime", "nvidia-cuda-cccl"]
+    assert lock["toolchains"]["torch-2.15"][0]["file"].startswith("torch-2.15.")
+    assert "wrote" in out
+    assert "up to date" in run_kbuild("toolchains", "lock", kernel_copy, "--python", PYTHON).stdout
+
+
+def test_matrix_filters_report_mistakes(kernel_copy):
+    result = run_kbuild(*build_args(kernel_copy, "--variant", "torch211-cxx11-cu13-x86_64-linux"), check=False)
+    assert result.returncode == 2
+    assert "did you mean torch211-cxx11-cu130-x86_64-linux?" in result.stderr
+    result = run_kbuild(*build_args(kernel_copy, "--matrix", "--backend", "cpu"), check=False)
+    assert result.returncode == 2 and "--backend does not apply" in result.stderr
+    (kernel_copy / "kbuild.toml").write_text("[matrix]\ntorch = [\"2.11\"]\ncudaa = [\"13.0\"]\n")
+    result = run_kbuild(*build_args(kernel_copy, "--matrix"), check=False)
+    assert result.returncode == 2 and 'unknown key "cudaa" in [matrix]' in result.stderr
+
+
+def test_ccache_as_compiler_launcher(kernel_copy, tmp_path):
+    env = dict(os.environ, CCACHE_DIR=str(tmp_path / "ccache"))
+    args = build_args(kernel_copy, "--backend", "cpu", "--launcher", "ccache", "--no-cache")
+    run_kbuild(*args, env=env)
+    run_kbuild("clean", kernel_copy, "--all")
+    run_kbuild(*args, env=env)
+    stats = subprocess.run(["ccache", "--print-stats"], env=env, check=True, capture_output=True, text=True).stdout
+    counters = dict(line.split("\t") for line in stats.splitlines() if "\t" in line)
+    hits = int(counters.get("direct_cache_hit", 0)) + int(counters.get("preprocessed_cache_hit", 0))
+    assert hits >= 3, stats  # binding, glibc_compat and the CPU kernel, served by ccache the second time
