@@ -68,6 +68,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kbuild", default=str(ROOT / ".build" / "tool" / "kbuild"))
     parser.add_argument("--jobs", type=int, default=os.cpu_count())
+    parser.add_argument("--skip-matrix", action="store_true", help="only steps 1 and 2 (no toolchain downloads)")
     args = parser.parse_args()
     kbuild, python, jobs = args.kbuild, sys.executable, str(args.jobs)
     import torch
@@ -82,10 +83,12 @@ def main():
         if (real_cache / "toolchains").is_dir():
             (cache / "toolchains").symlink_to(real_cache / "toolchains")
         env = dict(os.environ, KBUILD_CACHE=str(cache))
+        print(f"cold build of kernels/img2gray (CUDA variant) with kbuild and with torch.utils.cpp_extension...", flush=True)
 
         # 1. One CUDA variant, cold.
         kernel = fresh_kernel(tmp / "one")
         kb_cold, _ = timed([kbuild, "build", kernel, "--python", python, "--backend", "cuda", "--no-cache", "-j", jobs], env)
+        print(f"  kbuild {kb_cold:.1f} s", flush=True)
         ext_build = tmp / "ext"
         ext_build.mkdir()
         shutil.copy(kernel / ".kbuild" / "generated" / "registration.h", ext_build)
@@ -99,6 +102,12 @@ def main():
             elapsed, out = timed([kbuild, "build", kernel, "--python", python, "--backend", "cuda", "-q"], env)
             noop.append(elapsed)
 
+        if args.skip_matrix:
+            print(f"{'measure':58} {'kbuild':>10} {'peer':>10} {'ratio':>7}")
+            print(f"{'cold build, torch211-cu130 variant, 10 archs':58} {kb_cold:9.1f}s {ext_cold:9.1f}s "
+                  f"{ext_cold / kb_cold:6.2f}x   (peer: torch.utils.cpp_extension)")
+            print(f"{'no-op rebuild (median of 20)':58} {statistics.median(noop) * 1e3:8.1f}ms")
+            return
         # 3. Full matrix: cold compile cache, then again from the cache.
         matrix = fresh_kernel(tmp / "matrix")
         matrix_cold, _ = timed([kbuild, "build", matrix, "--matrix", "--locked", "--python", python, "-j", jobs], env)

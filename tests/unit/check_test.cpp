@@ -50,3 +50,10 @@ TEST(Check, WrongMachine) {
 }
 
 TEST(Elf, RejectsNonElf) { EXPECT_FALSE(read_elf("#!/bin/sh\n")); }
+
+TEST(Check, StaticCppRuntimeIsAnError) {
+  ElfInfo elf = good_library();
+  elf.dynamic_symbols.push_back({"_Unwind_RaiseException", "GCC_3.0", false, true, true});
+  std::string found = messages(check_library(elf, "v/x.so", "_k_cuda_abc", "x86_64", {}));
+  EXPECT_NE(found.find("statically linked C++ runtime"), std::string::npos) << found;
+}

@@ -58,6 +58,14 @@ std::vector<CheckIssue> check_library(const ElfInfo& elf, const std::string& whe
   for (const auto& library : elf.needed)
     if (!allowed_library(library))
       error("links " + library + "; kernels may only link Torch, the CUDA runtime and the C/C++ runtime");
+  for (const auto& symbol : elf.dynamic_symbols)
+    if (symbol.defined && (symbol.name == "__cxa_throw" || symbol.name == "__gxx_personality_v0"))
+      error("contains its own copy of the C++ runtime (" + symbol.name +
+            "); exceptions crossing into Torch would crash. Link libstdc++ dynamically");
+  for (const auto& symbol : elf.dynamic_symbols)
+    if (!symbol.defined && symbol.name == "_Unwind_RaiseException")
+      error("raises exceptions through a statically linked C++ runtime (_Unwind_RaiseException is referenced); "
+            "link libstdc++ dynamically");
   if (elf.rpath) error("has an RPATH (" + *elf.rpath + "); Torch loads its libraries before the kernel");
   if (elf.runpath) error("has a RUNPATH (" + *elf.runpath + "); Torch loads its libraries before the kernel");
   for (const auto& symbol : elf.dynamic_symbols) {

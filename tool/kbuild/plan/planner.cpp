@@ -253,6 +253,10 @@ Result<void> plan_compiled_variant(const PlanRequest& request, const VariantBuil
     link.push_back("-L" + tc.cuda->lib_dir.string());
     link.push_back("-lcudart");
   }
+  // The C++ runtime must be the shared one Torch uses: an exception thrown by the kernel is caught
+  // by Torch, which needs a single copy of the unwinder state. g++ silently falls back to
+  // libstdc++.a where the unversioned libstdc++.so development link is missing.
+  link.push_back("-l:libstdc++.so.6");
   for (const char* flag : {"-Wl,--no-as-needed", "-Wl,-O1", "-Wl,-z,noexecstack", "-Wl,--build-id=sha1"})
     link.push_back(flag);
   Job link_job;
