@@ -194,7 +194,7 @@ def test_failing_compile_shows_command_and_output_and_keep_going(kernel_copy):
 
 
 def test_interrupt_stops_children_and_leaves_no_partial_output(kernel_copy):
-    process = subprocess.Popen([str(KBUILD), *build_args(kernel_copy, "-j", "2")], stdout=subprocess.PIPE,
+    process = subprocess.Popen([str(KBUILD), *build_args(kernel_copy, "-j", "2", "--no-cache")], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     # Wait until two compilers are running, then interrupt like Ctrl-C does.
     started = [process.stdout.readline() for _ in range(3)]
@@ -216,7 +216,7 @@ def test_interrupt_stops_children_and_leaves_no_partial_output(kernel_copy):
 
 
 def test_verbose_prints_every_command(kernel_copy):
-    out = run_kbuild(*build_args(kernel_copy, "-v", "--backend", "cuda")).stdout
+    out = run_kbuild(*build_args(kernel_copy, "-v", "--backend", "cuda", "--no-cache")).stdout
     assert re.search(r"nvcc .*-gencode arch=compute_90,code=sm_90 .*--threads", out), out
     assert re.search(r"g\+\+ .*-fno-gnu-unique .*-DTORCH_EXTENSION_NAME=_img2gray_cuda_", out)
     assert re.search(r"g\+\+ -shared .*-lcudart", out)

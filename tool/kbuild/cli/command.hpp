@@ -35,6 +35,8 @@ void register_config(CLI::App& app, CommandAction& action);
 void register_variants(CLI::App& app, CommandAction& action);
 void register_toolchains(CLI::App& app, CommandAction& action);
 void register_cache(CLI::App& app, CommandAction& action);
+void register_publish(CLI::App& app, CommandAction& action);
+void register_whoami(CLI::App& app, CommandAction& action);
 
 /// The kbuild version ("0.1.0").
 const char* version();

@@ -1,0 +1,185 @@
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <deque>
+
+#include "kbuild/hub/client.hpp"
+#include "kbuild/hub/commit_plan.hpp"
+#include "kbuild/hub/retry.hpp"
+#include "kbuild/hub/token.hpp"
+#include "support/mem_fs.hpp"
+
+using namespace kbuild;
+using namespace kbuild::hub;
+
+TEST(HubToken, ResolutionOrderFollowsHuggingfaceHub) {
+  fakes::MemFileSystem fs;
+  fs.put("/home/u/.cache/huggingface/token", "hf_file\r\n");
+  fs.put("/hf/token", "  hf_home  \n");
+  fs.put("/custom", "hf_path");
+  EXPECT_EQ(resolve_token({{"HOME", "/home/u"}}, fs)->value, "hf_file");
+  EXPECT_EQ(resolve_token({{"HOME", "/home/u"}, {"HF_HOME", "/hf"}}, fs)->value, "hf_home");
+  EXPECT_EQ(resolve_token({{"HF_HOME", "/hf"}, {"HF_TOKEN_PATH", "/custom"}}, fs)->value, "hf_path");
+  auto env = resolve_token({{"HF_TOKEN", "hf_env"}, {"HF_HOME", "/hf"}}, fs);
+  EXPECT_EQ(env->value, "hf_env");
+  EXPECT_EQ(env->origin, "HF_TOKEN");
+  EXPECT_EQ(resolve_token({{"HUGGING_FACE_HUB_TOKEN", "hf_legacy"}}, fs)->value, "hf_legacy");
+  fs.put("/empty", "\n");
+  EXPECT_FALSE(resolve_token({{"HF_TOKEN_PATH", "/empty"}}, fs));
+  EXPECT_EQ(resolve_endpoint(std::nullopt, {{"HF_ENDPOINT", "http://127.0.0.1:8080/"}}), "http://127.0.0.1:8080");
+  EXPECT_EQ(resolve_endpoint(std::nullopt, {}), "https://huggingface.co");
+  EXPECT_EQ(resolve_endpoint(std::string("http://x"), {{"HF_ENDPOINT", "http://y"}}), "http://x");
+}
+
+TEST(HubToken, RedactionHidesTheToken) {
+  Token token{"hf_secret123", "HF_TOKEN"};
+  EXPECT_EQ(redact("Bearer hf_secret123 and hf_secret123", token), "Bearer hf_*** and hf_***");
+  EXPECT_EQ(redact("nothing here", std::nullopt), "nothing here");
+}
+
+namespace {
+std::expected<HttpResponse, TransportError> status(int code, std::map<std::string, std::string> headers = {}) {
+  HttpResponse response;
+  response.status = code;
+  for (auto& [k, v] : headers) response.headers.set(k, v);
+  return response;
+}
+}  // namespace
+
+TEST(HubRetry, RetriesTransientFailuresWithBackoff) {
+  RetryPolicy policy;
+  EXPECT_EQ(retry_delay(policy, 0, status(503)), 1.0);
+  EXPECT_EQ(retry_delay(policy, 3, status(502)), 8.0);
+  EXPECT_EQ(retry_delay(policy, 4, status(500)), 8.0);
+  EXPECT_FALSE(retry_delay(policy, 5, status(500)));  // 6 attempts in all
+  EXPECT_EQ(retry_delay(policy, 1, std::unexpected(TransportError{"reset", false})), 2.0);
+  EXPECT_FALSE(retry_delay(policy, 0, status(404)));
+  EXPECT_FALSE(retry_delay(policy, 0, status(401)));
+  EXPECT_FALSE(retry_delay(policy, 0, status(200)));
+}
+
+TEST(HubRetry, HonoursRetryAfterAndRateLimit) {
+  RetryPolicy policy;
+  EXPECT_EQ(retry_delay(policy, 0, status(429, {{"Retry-After", "3"}})), 4.0);
+  EXPECT_EQ(retry_delay(policy, 0, status(429, {{"RateLimit", "\"api\";r=0;t=12"}})), 13.0);
+  EXPECT_EQ(retry_delay(policy, 0, status(503, {{"Retry-After", "Wed, 21 Oct 2015 07:28:00 GMT"}})), 1.0);
+}
+
+TEST(HubPlan, AddsChangedDeletesStaleInsideOwnedPrefixesOnly) {
+  std::vector<LocalFile> local = {{"build/v1/a.py", "/x/a.py", 3, "sa", "ga"},
+                                  {"build/v1/lib.so", "/x/lib.so", 10, "slib", "glib"},
+                                  {"build/v1/new.py", "/x/new.py", 1, "sn", "gn"}};
+  std::vector<RemoteFile> remote = {{"build/v1/a.py", "ga", 3, std::nullopt},
+                                    {"build/v1/lib.so", "pointer-oid", 10, std::string("slib-old")},
+                                    {"build/v1/stale.py", "gs", 1, std::nullopt},
+                                    {"build/v2/other.py", "go", 1, std::nullopt},
+                                    {".gitattributes", "gg", 1, std::nullopt}};
+  auto plan = plan_commit(local, remote, {"build/v1/"});
+  ASSERT_EQ(plan.adds.size(), 2u);
+  EXPECT_EQ(plan.adds[0].path, "build/v1/lib.so");  // LFS content changed
+  EXPECT_EQ(plan.adds[1].path, "build/v1/new.py");
+  EXPECT_EQ(plan.deletes, std::vector<std::string>{"build/v1/stale.py"});
+  EXPECT_EQ(plan.unchanged, std::vector<std::string>{"build/v1/a.py"});
+  // Identical LFS content is unchanged, whatever the pointer's blob id.
+  remote[1].lfs_sha256 = "slib";
+  EXPECT_EQ(plan_commit(local, remote, {"build/v1/"}).adds.size(), 1u);
+  // A new branch owns all of build/.
+  EXPECT_EQ(plan_commit(local, remote, {"build/", "build/v1/"}).deletes.size(), 2u);
+}
+
+TEST(HubPlan, TagRules) {
+  EXPECT_EQ(tag_major("v1.0.0"), 1);
+  EXPECT_EQ(tag_major("v12.3.40"), 12);
+  EXPECT_EQ(tag_major("v0.1.0"), 0);
+  for (const char* bad : {"1.0.0", "v1.0", "v1.0.0-rc1", "v01.0.0", "v1.0.0 ", "vx.y.z", ""}) EXPECT_FALSE(tag_major(bad)) << bad;
+}
+
+TEST(HubPlan, NdjsonCommitPayload) {
+  std::string body = encode_commit("Upload", "", std::string("abc"),
+                                   {{CommitOp::Kind::add_inline, "a.py", "aGk=", "", 0},
+                                    {CommitOp::Kind::add_lfs, "lib.so", "", "ff", 12},
+                                    {CommitOp::Kind::remove, "old.py", "", "", 0}});
+  EXPECT_EQ(body,
+            "{\"key\":\"header\",\"value\":{\"summary\":\"Upload\",\"description\":\"\",\"parentCommit\":\"abc\"}}\n"
+            "{\"key\":\"file\",\"value\":{\"content\":\"aGk=\",\"path\":\"a.py\",\"encoding\":\"base64\"}}\n"
+            "{\"key\":\"lfsFile\",\"value\":{\"path\":\"lib.so\",\"algo\":\"sha256\",\"oid\":\"ff\",\"size\":12}}\n"
+            "{\"key\":\"deletedFile\",\"value\":{\"path\":\"old.py\"}}\n");
+  EXPECT_EQ(encode_commit("s", "d", std::nullopt, {}).find("parentCommit"), std::string::npos);
+}
+
+namespace {
+// Answers requests from a queue and records them.
+class ScriptedTransport final : public HttpTransport {
+ public:
+  std::deque<std::expected<HttpResponse, TransportError>> answers;
+  std::vector<HttpRequest> requests;
+  std::expected<HttpResponse, TransportError> send(const HttpRequest& request) override {
+    requests.push_back(request);
+    auto answer = answers.front();
+    answers.pop_front();
+    return answer;
+  }
+};
+}  // namespace
+
+TEST(HubClientTest, RetriesThenSucceedsAndSleepsAsTold) {
+  ScriptedTransport transport;
+  transport.answers = {status(503, {{"Retry-After", "2"}}), std::unexpected(TransportError{"reset", false}),
+                       status(200)};
+  transport.answers.back()->body = R"({"branches":[{"name":"main","targetCommit":"c1"}],"tags":[],"converts":[]})";
+  std::vector<double> slept;
+  HubClient client(transport, "http://hub", Token{"hf_tok", "HF_TOKEN"}, {}, [&](double s) { slept.push_back(s); });
+  auto refs = client.list_refs({"kernel", "org/k"});
+  ASSERT_TRUE(refs) << refs.error().message;
+  EXPECT_EQ(refs->branches.at("main"), "c1");
+  EXPECT_EQ(slept, (std::vector<double>{3.0, 2.0}));
+  EXPECT_EQ(transport.requests[0].url, "http://hub/api/kernels/org/k/refs");
+  EXPECT_EQ(*transport.requests[0].headers.get("authorization"), "Bearer hf_tok");
+}
+
+TEST(HubClientTest, ErrorsAreSpecificAndNeverShowTheToken) {
+  ScriptedTransport transport;
+  auto unauthorized = status(401, {{"X-Error-Message", "Invalid credentials in Authorization header hf_tok"}});
+  transport.answers = {unauthorized};
+  std::vector<std::string> logged;
+  HubClient client(transport, "http://hub", Token{"hf_tok", "/home/u/.cache/huggingface/token"}, {}, {},
+                   [&](const std::string& line) { logged.push_back(line); });
+  auto result = client.create_repo({"kernel", "org/k"}, false, true);
+  ASSERT_FALSE(result);
+  EXPECT_EQ(result.error().code, ExitCode::network);
+  EXPECT_NE(result.error().message.find("401 Unauthorized"), std::string::npos);
+  EXPECT_EQ(result.error().message.find("hf_tok"), std::string::npos);
+  EXPECT_NE(result.error().hint.find("/home/u/.cache/huggingface/token"), std::string::npos);
+  for (const auto& line : logged) EXPECT_EQ(line.find("hf_tok"), std::string::npos) << line;
+
+  transport.answers = {status(404, {{"X-Error-Code", "RepoNotFound"}})};
+  auto missing = client.list_tree({"kernel", "org/k"}, "v1");
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().message.find("repository not found"), std::string::npos);
+  transport.answers = {status(412)};
+  auto moved = client.commit({"kernel", "org/k"}, "v1", "{}\n", false);
+  ASSERT_FALSE(moved);
+  EXPECT_NE(moved.error().message.find("412"), std::string::npos);
+}
+
+TEST(HubClientTest, CreateRepoAcceptsExistingAndTreeFollowsPagination) {
+  ScriptedTransport transport;
+  transport.answers = {status(409)};
+  HubClient client(transport, "http://hub", Token{"t", "HF_TOKEN"});
+  EXPECT_EQ(*client.create_repo({"kernel", "org/k"}, false, true), "http://hub/kernels/org/k");
+  auto body = nlohmann::json::parse(transport.requests[0].body);
+  EXPECT_EQ(body["name"], "k");
+  EXPECT_EQ(body["organization"], "org");
+  EXPECT_EQ(body["type"], "kernel");
+  auto page1 = status(200, {{"Link", "<http://hub/api/kernels/org/k/tree/v1?recursive=true&cursor=2>; rel=\"next\""}});
+  page1->body = R"([{"type":"file","path":"a","oid":"o1","size":1},{"type":"directory","path":"build","oid":"t"}])";
+  auto page2 = status(200);
+  page2->body = R"([{"type":"file","path":"build/x.so","oid":"o2","size":5,"lfs":{"oid":"s2","size":5,"pointerSize":130}}])";
+  transport.answers = {page1, page2};
+  auto tree = client.list_tree({"kernel", "org/k"}, "v1");
+  ASSERT_TRUE(tree);
+  ASSERT_EQ(tree->size(), 2u);
+  EXPECT_EQ(*(*tree)[1].lfs_sha256, "s2");
+  EXPECT_EQ(transport.requests[2].url, "http://hub/api/kernels/org/k/tree/v1?recursive=true&cursor=2");
+}

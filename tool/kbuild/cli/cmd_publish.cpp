@@ -1,0 +1,134 @@
+// kbuild publish [KERNEL_DIR] --tag vX.Y.Z: upload build/ to a kernel repository on the Hub.
+
+#include <fmt/core.h>
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+
+#include "kbuild/cli/build_session.hpp"
+#include "kbuild/cli/command.hpp"
+#include "kbuild/cli/hub_session.hpp"
+#include "kbuild/hub/publish.hpp"
+
+namespace kbuild::cli {
+
+namespace {
+
+struct PublishCliOptions {
+  std::string kernel_dir = ".";
+  std::string tag;
+  std::optional<std::string> repo_id;
+  std::optional<std::string> endpoint;
+  bool private_repo = false;
+  bool create_pr = false;
+  bool dry_run = false;
+  bool force = false;
+  bool json = false;
+  bool verbose = false;
+};
+
+std::string megabytes(std::uint64_t bytes) { return fmt::format("{:.1f} MB", bytes / 1e6); }
+
+void print_plan(const hub::PublishOutcome& outcome) {
+  for (const auto& planned : outcome.plans) {
+    fmt::print("branch {}{}: {} to add, {} to delete, {} unchanged\n", planned.branch, planned.exists ? "" : " (new)",
+               planned.plan.adds.size(), planned.plan.deletes.size(), planned.plan.unchanged.size());
+    for (const auto& file : planned.plan.adds) fmt::print("  + {} ({})\n", file.path, megabytes(file.size));
+    for (const auto& path : planned.plan.deletes) fmt::print("  - {}\n", path);
+  }
+}
+
+Result<ExitCode> run_publish(const PublishCliOptions& options, Services& services) {
+  auto kernel_dir = absolute_dir(options.kernel_dir);
+  KB_TRY_ASSIGN(config::KernelConfig config, load_config_reporting(services.fs, kernel_dir));
+  HubSession hub = open_hub(services.fs, options.endpoint, options.verbose);
+  if (!hub.token && !options.dry_run)
+    return fail(Error{ExitCode::usage, "no Hub token found", "set HF_TOKEN or log in with huggingface-cli login"});
+
+  hub::PublishOptions publish;
+  publish.kernel_dir = kernel_dir;
+  publish.tag = options.tag;
+  publish.repo_id = options.repo_id;
+  publish.private_repo = options.private_repo;
+  publish.create_pr = options.create_pr;
+  publish.dry_run = options.dry_run;
+  publish.force = options.force;
+
+  const bool terminal = is_smart_terminal(stderr) && !options.json;
+  auto start = std::chrono::steady_clock::now();
+  hub::PublishHooks hooks;
+  hooks.info = [&](const std::string& line) {
+    if (!options.json) fmt::print(stderr, "kbuild: {}\n", line);
+  };
+  if (terminal) {
+    hooks.upload_progress = [start](std::uint64_t done, std::uint64_t total) {
+      double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      double rate = seconds > 0 ? done / seconds : 0;
+      double eta = rate > 0 ? (total - done) / rate : 0;
+      fmt::print(stderr, "\r  uploading {} / {}  {:.1f} MB/s  ETA {:.0f} s\x1b[K", megabytes(done), megabytes(total),
+                 rate / 1e6, eta);
+      if (done >= total) fmt::print(stderr, "\n");
+    };
+  }
+  KB_TRY_ASSIGN(auto outcome, hub::publish(*hub.client, services.fs, config, publish, hooks));
+
+  if (options.json) {
+    nlohmann::ordered_json j = {{"status", outcome.status},
+                                {"repo_id", outcome.repo_id},
+                                {"branch", outcome.branch},
+                                {"tag", outcome.tag},
+                                {"commit", outcome.commit},
+                                {"url", outcome.url},
+                                {"variants", outcome.variants},
+                                {"requests", outcome.traffic.requests},
+                                {"lfs_objects_uploaded", outcome.traffic.lfs_objects_uploaded},
+                                {"lfs_bytes_uploaded", outcome.traffic.lfs_bytes_uploaded},
+                                {"inline_bytes", outcome.traffic.inline_bytes}};
+    if (outcome.pull_request_url) j["pull_request_url"] = *outcome.pull_request_url;
+    j["plan"] = nlohmann::ordered_json::array();
+    for (const auto& planned : outcome.plans) {
+      nlohmann::ordered_json p = {{"branch", planned.branch}, {"add", nlohmann::ordered_json::array()},
+                                  {"delete", planned.plan.deletes}, {"unchanged", planned.plan.unchanged.size()}};
+      for (const auto& file : planned.plan.adds) p["add"].push_back({{"path", file.path}, {"size", file.size}});
+      j["plan"].push_back(p);
+    }
+    fmt::print("{}\n", j.dump(2));
+    return ExitCode::ok;
+  }
+  if (outcome.status == "dry_run") {
+    fmt::print("dry run: would publish {} variant(s) of {} to {} (branch {}, tag {})\n", outcome.variants.size(),
+               config.general.name, outcome.repo_id, outcome.branch, outcome.tag);
+    print_plan(outcome);
+    return ExitCode::ok;
+  }
+  if (outcome.status == "pull_request_created") {
+    fmt::print("opened a pull request: {}\n", *outcome.pull_request_url);
+    return ExitCode::ok;
+  }
+  fmt::print("{} {} to {} (branch {}, tag {} at {}): {} LFS object(s), {} uploaded\n{}\n",
+             outcome.status == "no_changes" ? "no changes; tagged" : "published", config.general.name, outcome.repo_id,
+             outcome.branch, outcome.tag, outcome.commit.substr(0, 12), outcome.traffic.lfs_objects_uploaded,
+             megabytes(outcome.traffic.lfs_bytes_uploaded), outcome.url);
+  return ExitCode::ok;
+}
+
+}  // namespace
+
+void register_publish(CLI::App& app, CommandAction& action) {
+  auto options = std::make_shared<PublishCliOptions>();
+  CLI::App* cmd = app.add_subcommand("publish", "Upload build/ to a kernel repository on the Hub (branch vN, tag vN.x.y)");
+  cmd->add_option("kernel_dir", options->kernel_dir, "Kernel directory (contains build.toml and build/)")->capture_default_str();
+  cmd->add_option("--tag", options->tag, "Release tag vMAJOR.MINOR.PATCH; MAJOR must be general.version")->required();
+  cmd->add_option("--repo-id", options->repo_id, "Repository (default: [general.hub] repo-id)");
+  cmd->add_option("--endpoint", options->endpoint, "Hub URL (default: $HF_ENDPOINT or https://huggingface.co)");
+  cmd->add_flag("--private", options->private_repo, "Create the repository as private");
+  cmd->add_flag("--create-pr", options->create_pr, "Open a pull request against the version branch instead of committing");
+  cmd->add_flag("--dry-run", options->dry_run, "Only print the plan: files to add and delete per branch");
+  cmd->add_flag("--force", options->force, "Move an existing tag");
+  cmd->add_flag("--json", options->json, "Print the outcome as JSON");
+  cmd->add_flag("-v,--verbose", options->verbose, "Print every request (the token is never printed)");
+  cmd->callback([options, &action] { action = [options](Services& s) { return run_publish(*options, s); }; });
+}
+
+}  // namespace kbuild::cli

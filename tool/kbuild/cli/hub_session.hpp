@@ -1,0 +1,23 @@
+#pragma once
+// The Hub client as commands configure it: endpoint and token from flags and the environment
+// (hub/token.hpp), curl transport, retries, -v logging with the token redacted.
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "kbuild/hub/client.hpp"
+#include "kbuild/hub/curl_transport.hpp"
+#include "kbuild/util/fs.hpp"
+
+namespace kbuild::cli {
+
+struct HubSession {
+  std::unique_ptr<hub::CurlTransport> transport;
+  std::unique_ptr<hub::HubClient> client;
+  std::optional<hub::Token> token;
+};
+
+HubSession open_hub(const util::FileSystem& fs, const std::optional<std::string>& endpoint, bool verbose);
+
+}  // namespace kbuild::cli

@@ -1,0 +1,153 @@
+#include "kbuild/hub/curl_transport.hpp"
+
+#include <curl/curl.h>
+
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+
+namespace kbuild::hub {
+
+namespace {
+
+std::once_flag g_curl_init;
+
+struct UploadSource {
+  std::FILE* file = nullptr;
+  std::uint64_t remaining = 0;
+  const std::string* memory = nullptr;
+  size_t memory_offset = 0;
+};
+
+size_t read_body(char* buffer, size_t size, size_t count, void* user) {
+  auto* source = static_cast<UploadSource*>(user);
+  size_t wanted = size * count;
+  if (source->memory) {
+    size_t n = std::min(wanted, source->memory->size() - source->memory_offset);
+    std::memcpy(buffer, source->memory->data() + source->memory_offset, n);
+    source->memory_offset += n;
+    return n;
+  }
+  if (source->remaining < wanted) wanted = static_cast<size_t>(source->remaining);
+  size_t n = std::fread(buffer, 1, wanted, source->file);
+  if (n == 0 && wanted > 0) return CURL_READFUNC_ABORT;
+  source->remaining -= n;
+  return n;
+}
+
+size_t write_body(char* data, size_t size, size_t count, void* user) {
+  static_cast<std::string*>(user)->append(data, size * count);
+  return size * count;
+}
+
+size_t write_header(char* data, size_t size, size_t count, void* user) {
+  std::string line(data, size * count);
+  auto* headers = static_cast<Headers*>(user);
+  if (line.starts_with("HTTP/")) {
+    *headers = Headers();  // a new response (after a redirect or 100 Continue)
+    return size * count;
+  }
+  size_t colon = line.find(':');
+  if (colon != std::string::npos) {
+    std::string value = line.substr(colon + 1);
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.erase(value.begin());
+    while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' ')) value.pop_back();
+    headers->set(line.substr(0, colon), value);
+  }
+  return size * count;
+}
+
+int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t upload_total, curl_off_t upload_now) {
+  auto* request = static_cast<const HttpRequest*>(user);
+  if (request->on_upload_progress && upload_total > 0)
+    request->on_upload_progress(static_cast<std::uint64_t>(upload_now), static_cast<std::uint64_t>(upload_total));
+  return 0;
+}
+
+}  // namespace
+
+struct CurlTransport::Impl {
+  CURL* handle = nullptr;
+};
+
+CurlTransport::CurlTransport() : m_impl(std::make_unique<Impl>()) {
+  std::call_once(g_curl_init, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+  m_impl->handle = curl_easy_init();
+}
+
+CurlTransport::~CurlTransport() {
+  if (m_impl->handle) curl_easy_cleanup(m_impl->handle);
+}
+
+std::expected<HttpResponse, TransportError> CurlTransport::send(const HttpRequest& request) {
+  CURL* curl = m_impl->handle;
+  if (!curl) return std::unexpected(TransportError{"libcurl could not be initialised", false});
+  curl_easy_reset(curl);
+  HttpResponse response;
+  curl_easy_setopt(curl, CURLOPT_URL, request.url.c_str());
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 30L);
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, 60L);
+  if (request.timeout_seconds > 0)
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(request.timeout_seconds * 1000));
+  curl_easy_setopt(curl, CURLOPT_USERAGENT, "kbuild/0.1.0");
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, write_body);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &response.body);
+  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, write_header);
+  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &response.headers);
+  curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, "");  // whatever the server compresses, decoded
+
+  UploadSource source;
+  std::FILE* file = nullptr;
+  bool has_body = request.body_file || !request.body.empty() || request.method == "POST" || request.method == "PUT";
+  std::uint64_t length = request.body.size();
+  if (request.body_file) {
+    file = std::fopen(request.body_file->c_str(), "rb");
+    if (!file) return std::unexpected(TransportError{"cannot read " + request.body_file->string(), false});
+    std::fseek(file, static_cast<long>(request.body_offset), SEEK_SET);
+    if (request.body_length) {
+      length = *request.body_length;
+    } else {
+      std::fseek(file, 0, SEEK_END);
+      length = static_cast<std::uint64_t>(std::ftell(file)) - request.body_offset;
+      std::fseek(file, static_cast<long>(request.body_offset), SEEK_SET);
+    }
+    source.file = file;
+    source.remaining = length;
+  } else {
+    source.memory = &request.body;
+  }
+  if (request.method == "HEAD") {
+    curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
+  } else if (has_body) {
+    curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
+    curl_easy_setopt(curl, CURLOPT_READFUNCTION, read_body);
+    curl_easy_setopt(curl, CURLOPT_READDATA, &source);
+    curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(length));
+    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+  } else if (request.method != "GET") {
+    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+  }
+  if (request.on_upload_progress) {
+    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &request);
+  }
+  curl_slist* headers = nullptr;
+  headers = curl_slist_append(headers, "Expect:");  // no 100-continue round trip
+  for (const auto& [name, value] : request.headers.all()) headers = curl_slist_append(headers, (name + ": " + value).c_str());
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+
+  CURLcode code = curl_easy_perform(curl);
+  long status = 0;
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+  curl_slist_free_all(headers);
+  if (file) std::fclose(file);
+  if (code != CURLE_OK)
+    return std::unexpected(TransportError{curl_easy_strerror(code), code == CURLE_OPERATION_TIMEDOUT});
+  response.status = static_cast<int>(status);
+  return response;
+}
+
+}  // namespace kbuild::hub

@@ -1,0 +1,68 @@
+#pragma once
+// HTTP messages shared by the Hub client (hub/) and the registry (server/): the client's transport
+// sends an HttpRequest and gets an HttpResponse; the server's router maps one to the other. Tests
+// can connect the two in-process, without sockets.
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "kbuild/util/result.hpp"
+
+namespace kbuild::hub {
+
+/// Header names compare case-insensitively; stored lowercased.
+class Headers {
+ public:
+  void set(std::string_view name, std::string value);
+  std::optional<std::string> get(std::string_view name) const;
+  bool has(std::string_view name) const { return get(name).has_value(); }
+  const std::map<std::string, std::string>& all() const { return m_values; }
+
+ private:
+  std::map<std::string, std::string> m_values;
+};
+
+struct HttpRequest {
+  std::string method = "GET";
+  std::string url;  ///< absolute for the client ("http://host:port/api/..."); for the router, the target ("/api/...?q")
+  Headers headers;
+  std::string body;
+  /// Upload the file instead of `body`, streamed (never held in memory), optionally a byte range.
+  std::optional<std::filesystem::path> body_file;
+  std::uint64_t body_offset = 0;
+  std::optional<std::uint64_t> body_length;
+  double timeout_seconds = 0;  ///< 0: none
+  /// Called with (bytes sent, bytes total) while the body is uploaded.
+  std::function<void(std::uint64_t, std::uint64_t)> on_upload_progress;
+};
+
+struct HttpResponse {
+  int status = 0;
+  Headers headers;
+  std::string body;
+};
+
+/// A failure to get any response (connection refused, reset, timeout). Retryable by nature.
+struct TransportError {
+  std::string message;
+  bool timeout = false;
+};
+
+class HttpTransport {
+ public:
+  virtual ~HttpTransport() = default;
+  /// Sends the request; error only when no HTTP response arrived (see TransportError).
+  virtual std::expected<HttpResponse, TransportError> send(const HttpRequest& request) = 0;
+};
+
+/// Percent-encodes everything except unreserved characters; with keep_slash, '/' is kept too.
+std::string url_encode(std::string_view text, bool keep_slash = false);
+/// Decodes %XX escapes ('+' is left alone); error on a malformed escape.
+Result<std::string> url_decode(std::string_view text);
+
+}  // namespace kbuild::hub

@@ -1,0 +1,82 @@
+#pragma once
+// `kbuild publish`: build/<variant>/ directories -> a kernel repository on the Hub.
+//
+//   1. validate, before any request: every variant has metadata.json and matches its digest, all
+//      variants have one kernel version N, the tag is vMAJOR.MINOR.PATCH with MAJOR == N;
+//   2. create the repository if missing (exist_ok), create branch vN from main if missing;
+//   3. plan each branch's commit as data: on vN, every file of the published variants
+//      (build/<variant>/...) and benchmarks/benchmark*.py, deleting stale files inside those
+//      variants only (on a new branch: every inherited build/ file); on main, README.md (the card);
+//   4. upload: the server decides inline vs LFS per file (preupload); LFS objects it already has
+//      are not sent again; commit in chunks of at most 1000 operations, each with parentCommit; a
+//      412 (the branch moved) re-plans against the new head, up to three times;
+//   5. tag the final commit of vN (an existing tag is refused unless --force).
+
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kbuild/config/model.hpp"
+#include "kbuild/hub/client.hpp"
+#include "kbuild/hub/commit_plan.hpp"
+#include "kbuild/util/fs.hpp"
+#include "kbuild/util/result.hpp"
+
+namespace kbuild::hub {
+
+struct PublishOptions {
+  std::filesystem::path kernel_dir;
+  std::string tag;
+  std::optional<std::string> repo_id;
+  std::string repo_type = "kernel";
+  bool private_repo = false;
+  bool create_pr = false;
+  bool dry_run = false;
+  bool force = false;
+};
+
+struct PlannedBranch {
+  std::string branch;
+  bool exists = false;
+  CommitPlan plan;
+};
+
+struct PublishOutcome {
+  std::string status;  ///< "uploaded", "no_changes", "dry_run", "pull_request_created"
+  std::string repo_id;
+  std::string branch;
+  std::string tag;
+  std::string commit;  ///< the commit the tag points to
+  std::string url;
+  std::optional<std::string> pull_request_url;
+  std::vector<std::string> variants;
+  std::vector<PlannedBranch> plans;
+  TrafficStats traffic;
+};
+
+struct PublishHooks {
+  std::function<void(const std::string&)> info;
+  std::function<void(std::uint64_t done, std::uint64_t total)> upload_progress;
+};
+
+/// The validated contents of build/: variants and the kernel version they agree on.
+struct BuildInventory {
+  std::vector<std::string> variants;
+  std::int64_t version = 0;
+  std::vector<LocalFile> files;  ///< build/<variant>/... and benchmarks/benchmark*.py
+};
+
+/// Step 1 without the tag: reads and verifies build/ (digests), and describes every file.
+Result<BuildInventory> inventory_build(const util::FileSystem& fs, const std::filesystem::path& kernel_dir);
+
+/// The model card (README.md on main), rendered from templates/CARD.md.in.
+Result<std::string> render_card(const util::FileSystem& fs, const config::KernelConfig& config,
+                                const std::filesystem::path& kernel_dir, const std::string& repo_id,
+                                const std::string& tag, const std::vector<std::string>& variants);
+
+Result<PublishOutcome> publish(HubClient& client, util::FileSystem& fs, const config::KernelConfig& config,
+                               const PublishOptions& options, const PublishHooks& hooks);
+
+}  // namespace kbuild::hub

@@ -1,0 +1,24 @@
+#pragma once
+// When to send a Hub request again, as the official clients do: on 408, 429, 500, 502, 503, 504
+// and on transport failures (timeouts, resets, refused connections); at most `max_retries` extra
+// attempts, waiting 1, 2, 4, 8, 8 s; a 429 with "RateLimit: ...;t=<s>" or a numeric Retry-After
+// waits that many seconds plus one instead.
+
+#include <expected>
+#include <optional>
+
+#include "kbuild/hub/http.hpp"
+
+namespace kbuild::hub {
+
+struct RetryPolicy {
+  int max_retries = 5;
+  double base_seconds = 1.0;
+  double max_seconds = 8.0;
+};
+
+/// The wait before attempt `attempt + 1` (attempt counts from 0), or nullopt to stop and report.
+std::optional<double> retry_delay(const RetryPolicy& policy, int attempt,
+                                  const std::expected<HttpResponse, TransportError>& outcome);
+
+}  // namespace kbuild::hub
