@@ -1,6 +1,6 @@
 // CPU implementation: rows of the image are spread over Torch's intra-op thread pool; each row is
 // a simple loop the compiler vectorises (planar NCHW rows and interleaved RGB rows get their own
-// loops with compile-time strides).
+// loops with compile-time strides, in AVX-512, AVX2 and baseline versions).
 //
 // Arithmetic follows torchvision's rgb_to_grayscale exactly: ((0.2989*r + 0.587*g) + 0.114*b) in
 // float (double for float64), each operation rounded (the build disables FMA contraction), then
@@ -47,15 +47,49 @@ inline T gray(T r, T g, T b) {
   return M::store(y);
 }
 
-// One row with compile-time strides (in elements) for the common layouts.
-template <typename T, int kChannelStride, int kPixelStride>
-void row_fixed(const T* __restrict in, std::int64_t channel_stride, T* __restrict out, std::int64_t n) {
-  const std::int64_t cs = kChannelStride > 0 ? kChannelStride : channel_stride;
-  const T* r = in;
-  const T* g = in + cs;
-  const T* b = in + 2 * cs;
+// Rows of the common layouts, compiled for several instruction sets and chosen at load time
+// (GCC function multi-versioning): the kernels ship for any x86-64, and run their AVX2 or
+// AVX-512 clone where the CPU has it. Without FMA contraction (-ffp-contract=off) the vector code
+// rounds exactly like the scalar code, so every clone gives the same results.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define IMG2GRAY_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define IMG2GRAY_CLONES
+#endif
+
+template <typename T, int kPixelStride>
+inline __attribute__((always_inline)) void row_body(const T* __restrict r, const T* __restrict g,
+                                                    const T* __restrict b, T* __restrict out, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) out[i] = gray(r[i * kPixelStride], g[i * kPixelStride], b[i * kPixelStride]);
 }
+
+#define IMG2GRAY_ROWS(T, NAME)                                                                          \
+  IMG2GRAY_CLONES void planar_##NAME(const T* r, const T* g, const T* b, T* out, std::int64_t n) {     \
+    row_body<T, 1>(r, g, b, out, n);                                                                  \
+  }                                                                                                   \
+  IMG2GRAY_CLONES void interleaved_##NAME(const T* in, T* out, std::int64_t n) {                       \
+    row_body<T, 3>(in, in + 1, in + 2, out, n);                                                       \
+  }
+
+IMG2GRAY_ROWS(std::uint8_t, u8)
+IMG2GRAY_ROWS(c10::Half, f16)
+IMG2GRAY_ROWS(c10::BFloat16, bf16)
+IMG2GRAY_ROWS(float, f32)
+IMG2GRAY_ROWS(double, f64)
+
+template <typename T>
+struct Rows;
+#define IMG2GRAY_DISPATCH(T, NAME)                                                                             \
+  template <>                                                                                                  \
+  struct Rows<T> {                                                                                             \
+    static void planar(const T* r, const T* g, const T* b, T* out, std::int64_t n) { planar_##NAME(r, g, b, out, n); } \
+    static void interleaved(const T* in, T* out, std::int64_t n) { interleaved_##NAME(in, out, n); }         \
+  };
+IMG2GRAY_DISPATCH(std::uint8_t, u8)
+IMG2GRAY_DISPATCH(c10::Half, f16)
+IMG2GRAY_DISPATCH(c10::BFloat16, bf16)
+IMG2GRAY_DISPATCH(float, f32)
+IMG2GRAY_DISPATCH(double, f64)
 
 template <typename T>
 void row_strided(const T* in, std::int64_t sc, std::int64_t sw, T* out, std::int64_t so, std::int64_t n) {
@@ -86,10 +120,12 @@ void convert(const RgbView& in, const GrayView& out) {
         const std::int64_t first = (c % chunks_per_image) * k_chunk;
         const std::int64_t count = std::min(k_chunk, pixels - first);
         T* o = dst + image * out.stride_b + first;
-        if (planes_flat)
-          row_fixed<T, 0, 1>(src + image * in.stride_b + first, in.stride_c, o, count);
-        else
-          row_fixed<T, 1, 3>(src + image * in.stride_b + 3 * first, 1, o, count);
+        if (planes_flat) {
+          const T* r = src + image * in.stride_b + first;
+          Rows<T>::planar(r, r + in.stride_c, r + 2 * in.stride_c, o, count);
+        } else {
+          Rows<T>::interleaved(src + image * in.stride_b + 3 * first, o, count);
+        }
       }
     });
     return;
@@ -101,9 +137,9 @@ void convert(const RgbView& in, const GrayView& out) {
       const T* i = src + b * in.stride_b + h * in.stride_h;
       T* o = dst + b * out.stride_b + h * out.stride_h;
       if (planar)
-        row_fixed<T, 0, 1>(i, in.stride_c, o, width);
+        Rows<T>::planar(i, i + in.stride_c, i + 2 * in.stride_c, o, width);
       else if (interleaved)
-        row_fixed<T, 1, 3>(i, 1, o, width);
+        Rows<T>::interleaved(i, o, width);
       else
         row_strided<T>(i, in.stride_c, in.stride_w, o, out.stride_w, width);
     }
