@@ -56,6 +56,19 @@ def test_odd_and_empty_shapes_on_cpu(variant, shape, dtype):
     assert_matches_torchvision(variant.img2gray(image), image)
 
 
+def every_rgb_triple(device="cpu"):
+    """All 2^24 uint8 (r, g, b) combinations as one interleaved image viewed as (1, 3, 4096, 4096)."""
+    v = torch.arange(256, dtype=torch.uint8, device=device)
+    r, g, b = torch.meshgrid(v, v, v, indexing="ij")
+    return torch.stack([r, g, b], dim=-1).reshape(1, 4096, 4096, 3).permute(0, 3, 1, 2)
+
+
+def test_uint8_is_exactly_torchvision_for_every_input_on_cpu(variant):
+    image = every_rgb_triple()
+    for view in (image, image.contiguous(), image[..., 3:4091]):  # interleaved, planar, unaligned rows
+        assert torch.equal(variant.img2gray(view), rgb_to_grayscale(view))
+
+
 def test_non_mergeable_batch_dims_on_cpu(variant):
     image = random_image((4, 5, 3, 8, 8), torch.float32)[:, ::2]  # batch dims with a gap
     assert_matches_torchvision(variant.img2gray(image), image)
@@ -144,6 +157,12 @@ def test_cuda_layouts_and_dtypes(cuda_kernel, dtype):
 def test_cuda_odd_and_empty_shapes(cuda_kernel, shape, dtype):
     image = random_image(shape, dtype, device="cuda")
     assert_matches_torchvision(cuda_kernel.img2gray(image), image)
+
+
+def test_cuda_uint8_is_exactly_torchvision_for_every_input(cuda_kernel):
+    image = every_rgb_triple("cuda")
+    for view in (image, image.contiguous(), image[..., 3:4091]):
+        assert torch.equal(cuda_kernel.img2gray(view), rgb_to_grayscale(view))
 
 
 def test_cuda_offset_and_unaligned_views(cuda_kernel):

@@ -23,7 +23,7 @@ const std::map<std::string, std::map<std::string, std::string>> k_policies = {
 bool allowed_library(const std::string& name) {
   static const std::regex k_allowed(
       R"(^(libc10(_cuda)?\.so|libtorch(_cpu|_cuda|_python)?\.so|libcudart\.so\.\d+|libcuda\.so\.1|)"
-      R"(libc\.so\.6|libm\.so\.6|libstdc\+\+\.so\.6|libgcc_s\.so\.1|libpthread\.so\.0|libdl\.so\.2|librt\.so\.1|)"
+      R"(libc\.so\.6|libm\.so\.6|libstdc\+\+\.so\.6|libgcc_s\.so\.1|libgomp\.so\.1|libpthread\.so\.0|libdl\.so\.2|librt\.so\.1|)"
       R"(ld-linux-x86-64\.so\.2|ld-linux-aarch64\.so\.1)$)");
   return std::regex_match(name, k_allowed);
 }

@@ -127,7 +127,7 @@ Result<void> plan_compiled_variant(const PlanRequest& request, const VariantBuil
     std::vector<std::string> archs;
     std::string owner;
     bool binding = false;
-    std::string std_flag;
+    bool uses_torch = false;  ///< binding sources, and components that depend on "torch"
   };
   // Translation units that cannot see Torch (components without the "torch" dependency) use one
   // C++ standard for every Torch version, so their objects are shared across the matrix.
@@ -135,9 +135,9 @@ Result<void> plan_compiled_variant(const PlanRequest& request, const VariantBuil
   std::vector<Unit> units;
   for (const auto& src : config.torch.src)
     if (compile_kind(src))
-      units.push_back({src, config.torch.include, config.torch.cxx_flags, {}, {}, "torch", true, std_flag});
+      units.push_back({src, config.torch.include, config.torch.cxx_flags, {}, {}, "torch", true, true});
   // See templates/torch/glibc_compat.cpp: keeps the library loadable on glibc 2.28.
-  units.push_back({(generated / "glibc_compat.cpp").string(), {}, {}, {}, {}, "kbuild", true, torch_free_std});
+  units.push_back({(generated / "glibc_compat.cpp").string(), {}, {}, {}, {}, "kbuild", true, false});
   for (const auto* component : components) {
     std::vector<std::string> archs;
     if (variant.backend == config::Backend::cuda)
@@ -150,9 +150,8 @@ Result<void> plan_compiled_variant(const PlanRequest& request, const VariantBuil
       if (compile_kind(src))
         units.push_back({src, component->include, component->cxx_flags, component->cuda_flags, archs,
                          "kernel." + component->name, false,
-                         std::find(component->depends.begin(), component->depends.end(), "torch") != component->depends.end()
-                             ? std_flag
-                             : torch_free_std});
+                         std::find(component->depends.begin(), component->depends.end(), "torch") !=
+                             component->depends.end()});
   }
   // The same source listed by two components is compiled once.
   std::set<std::string> seen;
@@ -174,7 +173,7 @@ Result<void> plan_compiled_variant(const PlanRequest& request, const VariantBuil
     if (kind == JobKind::compile_cxx) {
       argv.push_back(tc.cxx.cxx.string());
       for (const char* flag : {"-O3", "-fPIC", "-fvisibility=hidden", "-fno-gnu-unique"}) argv.push_back(flag);
-      argv.push_back(unit.std_flag);
+      argv.push_back(unit.uses_torch ? std_flag : torch_free_std);
       argv.insert(argv.end(), flags.defines.begin(), flags.defines.end());
       argv.insert(argv.end(), user_includes.begin(), user_includes.end());
       for (const auto& dir : flags.system_includes) {
@@ -182,6 +181,7 @@ Result<void> plan_compiled_variant(const PlanRequest& request, const VariantBuil
         argv.push_back(dir);
       }
       argv.insert(argv.end(), flags.prefix_maps.begin(), flags.prefix_maps.end());
+      if (tc.torch.openmp && unit.uses_torch) argv.push_back("-fopenmp");
       argv.insert(argv.end(), unit.cxx_flags.begin(), unit.cxx_flags.end());
     } else {
       argv.push_back(tc.cuda->nvcc.string());
@@ -191,7 +191,7 @@ Result<void> plan_compiled_variant(const PlanRequest& request, const VariantBuil
       // in the object's symbol table, and reproducible builds need it fixed (nvcc >= 12.4).
       if (tc.cuda->version >= util::Version({12, 4})) argv.push_back("-objtemp");
       argv.push_back("-O3");
-      argv.push_back(unit.std_flag);
+      argv.push_back(unit.uses_torch ? std_flag : torch_free_std);
       std::string xcompiler = "-Xcompiler=-fPIC,-fvisibility=hidden,-fno-gnu-unique";
       for (const auto& map : flags.prefix_maps) xcompiler += "," + map;
       argv.push_back(xcompiler);
@@ -244,6 +244,7 @@ Result<void> plan_compiled_variant(const PlanRequest& request, const VariantBuil
   fs::path library_temp = library.string() + ".tmp";
   std::vector<std::string> link = {tc.cxx.cxx.string(), "-shared", "-o", library_temp.string()};
   for (const auto& object : objects) link.push_back(object.string());
+  if (tc.torch.openmp) link.push_back("-fopenmp");  // libgomp: Torch's own copy is loaded at run time
   link.push_back("-L" + tc.torch.lib_dir().string());
   link.push_back("-Wl,--as-needed");
   for (const char* lib : {"-lc10", "-ltorch", "-ltorch_cpu"}) link.push_back(lib);

@@ -64,6 +64,8 @@ Result<TorchInstall> read_torch_install(const util::FileSystem& fs, const std::f
   auto c10 = fs.read_file(torch_root / "lib" / "libc10.so");
   if (!c10) return fail(toolchain_error("the Torch at " + torch_root.string() + " has no lib/libc10.so", ""));
   torch.cxx11_abi = c10->find("St7__cxx11") != std::string::npos;
+  if (auto config = fs.read_file(torch_root / "include" / "ATen" / "Config.h"))
+    torch.openmp = config->find("#define AT_PARALLEL_OPENMP 1") != std::string::npos;
   return torch;
 }
 
@@ -168,7 +170,7 @@ namespace {
 json to_json(const Toolchain& t) {
   json j;
   j["torch"] = {{"version", t.torch.version_string}, {"git", t.torch.git_version}, {"root", t.torch.root},
-                {"cxx11", t.torch.cxx11_abi}, {"cuda", t.torch.cuda ? t.torch.cuda->str() : ""},
+                {"cxx11", t.torch.cxx11_abi}, {"openmp", t.torch.openmp}, {"cuda", t.torch.cuda ? t.torch.cuda->str() : ""},
                 {"origin", t.torch.origin}};
   if (t.cuda)
     j["cuda"] = {{"version", t.cuda->version.str()}, {"root", t.cuda->root}, {"nvcc", t.cuda->nvcc},
@@ -188,6 +190,7 @@ std::optional<Toolchain> from_json(const json& j) {
     t.torch.git_version = torch.at("git");
     t.torch.root = torch.at("root").get<std::string>();
     t.torch.cxx11_abi = torch.at("cxx11");
+    t.torch.openmp = torch.value("openmp", false);
     if (auto cuda = torch.at("cuda").get<std::string>(); !cuda.empty()) t.torch.cuda = util::Version::parse(cuda);
     t.torch.origin = torch.at("origin");
     if (j.contains("cuda")) {
@@ -225,7 +228,7 @@ std::vector<std::filesystem::path> consulted_files(const Toolchain& t) {
 
 std::string memo_key(const ProbeOptions& options) {
   util::Hasher hasher;
-  hasher.field("probe-v2").field(options.python).field(options.cuda_home.value_or("")).field(options.cxx);
+  hasher.field("probe-v3").field(options.python).field(options.cuda_home.value_or("")).field(options.cxx);
   hasher.field(options.need_torch ? "torch" : "no-torch");
   // Which programs PATH resolves to is part of the key: switching environments re-probes.
   for (const auto& program : {options.python, std::string("nvcc"), options.cxx}) {

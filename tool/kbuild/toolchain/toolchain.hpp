@@ -22,6 +22,9 @@ struct TorchInstall {
   fs::path root;                ///< the torch package directory
   bool cxx11_abi = true;
   std::optional<util::Version> cuda;  ///< CUDA version Torch was built with (torch.version.cuda)
+  /// ATen parallelises with OpenMP (ATen/Config.h: AT_PARALLEL_OPENMP 1): translation units that
+  /// use at::parallel_for must be compiled with -fopenmp, or it silently runs on one thread.
+  bool openmp = false;
   std::string origin;           ///< where it came from: "python:<exe>" or "wheel:<file>"
 
   std::vector<fs::path> include_dirs() const;
