@@ -3,6 +3,8 @@
 #include <nlohmann/json.hpp>
 
 #include <deque>
+#include <filesystem>
+#include <fstream>
 
 #include "kbuild/hub/client.hpp"
 #include "kbuild/hub/commit_plan.hpp"
@@ -182,4 +184,27 @@ TEST(HubClientTest, CreateRepoAcceptsExistingAndTreeFollowsPagination) {
   ASSERT_EQ(tree->size(), 2u);
   EXPECT_EQ(*(*tree)[1].lfs_sha256, "s2");
   EXPECT_EQ(transport.requests[2].url, "http://hub/api/kernels/org/k/tree/v1?recursive=true&cursor=2");
+}
+
+TEST(HubClientTest, PreuploadReadsTheServersModes) {
+  ScriptedTransport transport;
+  auto answer = status(200);
+  answer->body = R"({"files":[{"path":"a.so","uploadMode":"lfs","shouldIgnore":false},{"path":"b.py","uploadMode":"regular","shouldIgnore":false}]})";
+  transport.answers = {answer};
+  HubClient client(transport, "http://hub", Token{"t", "HF_TOKEN"});
+  auto dir = std::filesystem::temp_directory_path() / "kbuild-preupload-test";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "a.so") << std::string("\x7f" "ELF\0\0", 6);
+  std::ofstream(dir / "b.py") << "print()\n";
+  auto a = describe_file(dir / "a.so", "a.so");
+  auto b = describe_file(dir / "b.py", "b.py");
+  ASSERT_TRUE(a && b);
+  auto modes = client.preupload({"kernel", "org/k"}, "v1", {*a, *b});
+  ASSERT_TRUE(modes) << modes.error().message;
+  ASSERT_EQ(modes->size(), 2u);
+  EXPECT_EQ(modes->at("a.so"), UploadMode::lfs);
+  EXPECT_EQ(modes->at("b.py"), UploadMode::regular);
+  auto sent = nlohmann::json::parse(transport.requests[0].body);
+  EXPECT_EQ(sent["files"][0]["size"], 6);
+  std::filesystem::remove_all(dir);
 }

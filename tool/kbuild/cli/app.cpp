@@ -49,7 +49,8 @@ int run(int argc, char** argv) {
       "problem, 4 network/Hub error, 130 interrupted.\nDocumentation: docs/cli.md");
   CommandAction action;
   for (Registrar registrar : {register_init, register_build, register_variants, register_check, register_clean,
-                              register_toolchains, register_cache, register_config, register_publish, register_whoami})
+                              register_toolchains, register_cache, register_config, register_publish, register_whoami,
+                              register_hub})
     registrar(app, action);
   try {
     app.parse(argc, argv);

@@ -35,6 +35,7 @@ void register_config(CLI::App& app, CommandAction& action);
 void register_variants(CLI::App& app, CommandAction& action);
 void register_toolchains(CLI::App& app, CommandAction& action);
 void register_cache(CLI::App& app, CommandAction& action);
+void register_hub(CLI::App& app, CommandAction& action);
 void register_publish(CLI::App& app, CommandAction& action);
 void register_whoami(CLI::App& app, CommandAction& action);
 

@@ -229,8 +229,11 @@ Result<std::map<std::string, UploadMode>> HubClient::preupload(const RepoRef& re
     KB_TRY_ASSIGN(auto response, send({"POST", api(repo) + "/preupload/" + url_encode(revision), body.dump(),
                                        "application/json", true, true, "prepare the upload to " + repo.id}));
     try {
-      for (const auto& file : json::parse(response.body).at("files"))
-        modes[file.at("path")] = file.at("uploadMode") == "lfs" ? UploadMode::lfs : UploadMode::regular;
+      const json answer = json::parse(response.body);  // named: a temporary would die before the loop runs
+      for (const auto& file : answer.at("files")) {
+        std::string path = file.at("path").get<std::string>();
+        modes[path] = file.at("uploadMode").get<std::string>() == "lfs" ? UploadMode::lfs : UploadMode::regular;
+      }
     } catch (const std::exception& e) {
       return fail(hub_error(std::string("unexpected preupload answer: ") + e.what()));
     }

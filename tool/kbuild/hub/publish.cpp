@@ -75,7 +75,7 @@ Result<BuildInventory> inventory_build(const util::FileSystem& fs, const fs::pat
 }
 
 Result<std::string> render_card(const util::FileSystem& fs, const config::KernelConfig& config, const fs::path& kernel_dir,
-                                const std::string& repo_id, const std::string& tag, const std::vector<std::string>& variants) {
+                                const std::string& repo_id, const std::vector<std::string>& variants) {
   std::string functions;
   auto init = fs.read_file(kernel_dir / "torch-ext" / config.general.python_name() / "__init__.py");
   if (init) {
@@ -97,7 +97,6 @@ Result<std::string> render_card(const util::FileSystem& fs, const config::Kernel
                                                 {"PYTHON_NAME", config.general.python_name()},
                                                 {"REPO_ID", repo_id},
                                                 {"VERSION", std::to_string(config.general.version)},
-                                                {"TAG", tag},
                                                 {"LICENSE", license},
                                                 {"FUNCTIONS", functions},
                                                 {"VARIANTS", variant_list}});
@@ -194,7 +193,7 @@ Result<PublishOutcome> publish(HubClient& client, util::FileSystem& fs, const co
   outcome.variants = inventory.variants;
   outcome.url = client.repo_url(repo) + "/tree/" + branch;
 
-  KB_TRY_ASSIGN(std::string card, render_card(fs, config, options.kernel_dir, repo_id, options.tag, inventory.variants));
+  KB_TRY_ASSIGN(std::string card, render_card(fs, config, options.kernel_dir, repo_id, inventory.variants));
   fs::path card_file = options.kernel_dir / ".kbuild" / "publish" / "README.md";
   KB_TRY(fs.write_file_atomic(card_file, card));
   KB_TRY_ASSIGN(LocalFile card_local, describe_file(card_file, "README.md"));

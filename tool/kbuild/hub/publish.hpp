@@ -74,7 +74,7 @@ Result<BuildInventory> inventory_build(const util::FileSystem& fs, const std::fi
 /// The model card (README.md on main), rendered from templates/CARD.md.in.
 Result<std::string> render_card(const util::FileSystem& fs, const config::KernelConfig& config,
                                 const std::filesystem::path& kernel_dir, const std::string& repo_id,
-                                const std::string& tag, const std::vector<std::string>& variants);
+                                const std::vector<std::string>& variants);
 
 Result<PublishOutcome> publish(HubClient& client, util::FileSystem& fs, const config::KernelConfig& config,
                                const PublishOptions& options, const PublishHooks& hooks);

@@ -1,0 +1,97 @@
+// kbuild hub serve | token: a Hub-compatible registry on this machine (tool/kbuild/server/).
+
+#include <fmt/core.h>
+
+#include <cstdio>
+
+#include "kbuild/cli/command.hpp"
+#include "kbuild/server/config.hpp"
+#include "kbuild/server/listener.hpp"
+#include "kbuild/server/router.hpp"
+#include "kbuild/server/store.hpp"
+
+namespace kbuild::cli {
+
+namespace {
+
+struct ServeOptions {
+  std::string root;
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  std::string base_url;
+  std::string log;
+};
+
+struct TokenOptions {
+  std::string root;
+  std::string user;
+  std::vector<std::string> namespaces;
+};
+
+Result<ExitCode> run_serve(const ServeOptions& options) {
+  auto root = absolute_dir(options.root);
+  if (options.port < 0 || options.port > 65535)
+    return fail("--port must be 0 to 65535", "use 0 for any free port", ExitCode::usage);
+  KB_TRY_ASSIGN(server::Config config, server::load_config(root));
+  KB_TRY_ASSIGN(auto store, server::Store::open(root));
+  server::ListenerOptions listen;
+  listen.host = options.host;
+  listen.port = options.port;
+  listen.access_log = options.log.empty() ? std::filesystem::path() : std::filesystem::absolute(options.log);
+  listen.spool_dir = store->temp_dir();
+  listen.limits = config.limits;
+  KB_TRY_ASSIGN(auto listener, server::Listener::bind(listen));
+
+  server::RouterOptions router_options;
+  std::string host = options.host.find(':') != std::string::npos ? "[" + options.host + "]" : options.host;
+  std::string address = "http://" + host + ":" + std::to_string(listener->port());
+  router_options.base_url = options.base_url.empty() ? address : options.base_url;
+  bool no_tokens = config.tokens.empty();
+  server::Router router(*store, std::move(config), router_options);
+
+  fmt::print("kbuild hub: serving {} at {}\n", root.string(), address);
+  if (router_options.base_url != address) fmt::print("kbuild hub: public URL {}\n", router_options.base_url);
+  if (no_tokens)
+    fmt::print(
+        "kbuild hub: no tokens in {}/config.toml, so uploads are refused; add one with "
+        "kbuild hub token --root {} --user NAME\n",
+        root.string(), root.string());
+  std::fflush(stdout);
+  KB_TRY(server::serve_until_signal(*listener, router));
+  fmt::print("kbuild hub: stopped\n");
+  return ExitCode::ok;
+}
+
+Result<ExitCode> run_token(const TokenOptions& options) {
+  auto root = absolute_dir(options.root);
+  KB_TRY_ASSIGN(std::string token, server::add_token(root, options.user, options.namespaces));
+  fmt::print("{}\n", token);
+  return ExitCode::ok;
+}
+
+}  // namespace
+
+void register_hub(CLI::App& app, CommandAction& action) {
+  CLI::App* hub = app.add_subcommand("hub", "Run a local Hugging Face Hub-compatible registry");
+  hub->require_subcommand(1);
+
+  auto serve = std::make_shared<ServeOptions>();
+  CLI::App* serve_cmd = hub->add_subcommand("serve", "Serve the registry stored in --root over HTTP");
+  serve_cmd->add_option("--root", serve->root, "Registry directory (created when missing)")->required();
+  serve_cmd->add_option("--host", serve->host, "Address to listen on")->capture_default_str();
+  serve_cmd->add_option("--port", serve->port, "Port to listen on; 0 picks a free one")->capture_default_str();
+  serve_cmd->add_option("--base-url", serve->base_url,
+                        "Public URL clients reach the server at (default: http://HOST:PORT)");
+  serve_cmd->add_option("--log", serve->log, "Append one line per request to this file");
+  serve_cmd->callback([serve, &action] { action = [serve](Services&) { return run_serve(*serve); }; });
+
+  auto token = std::make_shared<TokenOptions>();
+  CLI::App* token_cmd = hub->add_subcommand("token", "Add an access token to ROOT/config.toml and print it");
+  token_cmd->add_option("--root", token->root, "Registry directory (created when missing)")->required();
+  token_cmd->add_option("--user", token->user, "User name the token acts as (may write namespace USER)")->required();
+  token_cmd->add_option("--namespace", token->namespaces,
+                        "Another namespace (organization) the token may write; repeatable");
+  token_cmd->callback([token, &action] { action = [token](Services&) { return run_token(*token); }; });
+}
+
+}  // namespace kbuild::cli

@@ -1,0 +1,276 @@
+#include "kbuild/server/config.hpp"
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <fstream>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include "kbuild/server/store.hpp"
+#include "kbuild/util/fs.hpp"
+#include "kbuild/util/hash.hpp"
+#include "kbuild/util/strings.hpp"
+
+namespace kbuild::server {
+
+namespace fs = std::filesystem;
+
+bool TokenEntry::may_write(std::string_view ns) const {
+  return ns == user || std::find(namespaces.begin(), namespaces.end(), ns) != namespaces.end();
+}
+
+const TokenEntry* Config::find_token(std::string_view token) const {
+  const TokenEntry* found = nullptr;
+  for (const auto& entry : tokens) {
+    // Constant time for equal lengths, so response times do not reveal a token's prefix.
+    unsigned char difference = entry.token.size() == token.size() ? 0 : 1;
+    for (size_t i = 0; i < entry.token.size() && i < token.size(); ++i)
+      difference |= static_cast<unsigned char>(entry.token[i] ^ token[i]);
+    if (difference == 0) found = &entry;
+  }
+  return found;
+}
+
+std::optional<Organization> Config::find_organization(std::string_view name) const {
+  for (const auto& organization : organizations)
+    if (organization.name == name) return organization;
+  bool is_user = std::any_of(tokens.begin(), tokens.end(), [&](const TokenEntry& t) { return t.user == name; });
+  if (is_user) return std::nullopt;
+  for (const auto& entry : tokens)
+    if (std::find(entry.namespaces.begin(), entry.namespaces.end(), name) != entry.namespaces.end())
+      return Organization{std::string(name), false};
+  return std::nullopt;
+}
+
+std::vector<std::string> Config::organizations_of(const TokenEntry& entry) const {
+  std::vector<std::string> out;
+  for (const auto& ns : entry.namespaces)
+    if (ns != entry.user) out.push_back(ns);
+  return out;
+}
+
+namespace {
+
+// Reads one TOML table, remembering which keys were read so that the rest can be reported as unknown.
+class ConfigReader {
+ public:
+  ConfigReader(std::string file, std::vector<std::string>& errors) : m_file(std::move(file)), m_errors(errors) {}
+
+  std::string at(const toml::source_region& region) const {
+    return m_file + ":" + std::to_string(region.begin.line) + ":" + std::to_string(region.begin.column);
+  }
+  void error(const toml::source_region& region, const std::string& message) {
+    m_errors.push_back(at(region) + ": " + message);
+  }
+
+  /// Reports every key of `table` not in `known`.
+  void check_keys(const toml::table& table, std::initializer_list<std::string_view> known, std::string_view where) {
+    for (const auto& [key, node] : table) {
+      if (std::find(known.begin(), known.end(), key.str()) != known.end()) continue;
+      std::vector<std::string> candidates(known.begin(), known.end());
+      std::string suggestion = util::closest_match(key.str(), candidates);
+      error(key.source(), "unknown key \"" + std::string(key.str()) + "\" in " + std::string(where) +
+                              (suggestion.empty() ? "" : " (did you mean \"" + suggestion + "\"?)"));
+    }
+  }
+
+  std::optional<std::string> string(const toml::table& table, std::string_view key, std::string_view where,
+                                    bool required) {
+    const toml::node* node = table.get(key);
+    if (!node) {
+      if (required) error(table.source(), std::string(where) + " needs a \"" + std::string(key) + "\" string");
+      return std::nullopt;
+    }
+    if (auto value = node->value<std::string>()) return *value;
+    error(node->source(), std::string(where) + "." + std::string(key) + " must be a string");
+    return std::nullopt;
+  }
+
+  std::optional<std::uint64_t> size(const toml::table& table, std::string_view key) {
+    const toml::node* node = table.get(key);
+    if (!node) return std::nullopt;
+    auto value = node->value<std::int64_t>();
+    if (!node->is_integer() || !value || *value <= 0) {
+      error(node->source(), "limits." + std::string(key) + " must be a positive integer (bytes)");
+      return std::nullopt;
+    }
+    return static_cast<std::uint64_t>(*value);
+  }
+
+  /// The tables of an array of tables `key` ([[key]]), reporting anything else.
+  std::vector<const toml::table*> tables(const toml::table& root, std::string_view key) {
+    std::vector<const toml::table*> out;
+    const toml::node* node = root.get(key);
+    if (!node) return out;
+    const toml::array* array = node->as_array();
+    if (!array) {
+      error(node->source(), "\"" + std::string(key) + "\" must be an array of tables ([[" + std::string(key) + "]])");
+      return out;
+    }
+    for (const auto& element : *array) {
+      if (const toml::table* table = element.as_table())
+        out.push_back(table);
+      else
+        error(element.source(), "each entry of \"" + std::string(key) + "\" must be a table");
+    }
+    return out;
+  }
+
+ private:
+  std::string m_file;
+  std::vector<std::string>& m_errors;
+};
+
+bool is_valid_token_text(std::string_view token) {
+  if (token.size() < 8 || token.size() > 256) return false;
+  return std::all_of(token.begin(), token.end(), [](char c) { return c > ' ' && c < 0x7f; });
+}
+
+}  // namespace
+
+Result<Config> parse_config(std::string_view text, const std::string& file) {
+  toml::table root;
+  try {
+    root = toml::parse(text, file);
+  } catch (const toml::parse_error& e) {
+    const auto& begin = e.source().begin;
+    return fail(file + ":" + std::to_string(begin.line) + ":" + std::to_string(begin.column) +
+                    ": invalid TOML: " + std::string(e.description()),
+                "see the format in tool/kbuild/server/config.hpp", ExitCode::usage);
+  }
+  Config config;
+  std::vector<std::string> errors;
+  ConfigReader reader(file, errors);
+  reader.check_keys(root, {"server", "limits", "tokens", "organizations"}, "config.toml");
+
+  if (const toml::node* node = root.get("server")) {
+    if (const toml::table* server = node->as_table()) {
+      reader.check_keys(*server, {"read"}, "[server]");
+      if (auto read = reader.string(*server, "read", "server", false)) {
+        if (*read == "public")
+          config.read = ReadAccess::anyone;
+        else if (*read == "token")
+          config.read = ReadAccess::token;
+        else
+          reader.error(server->get("read")->source(), "server.read must be \"public\" or \"token\"");
+      }
+    } else {
+      reader.error(node->source(), "\"server\" must be a table");
+    }
+  }
+
+  if (const toml::node* node = root.get("limits")) {
+    if (const toml::table* limits = node->as_table()) {
+      reader.check_keys(*limits, {"max-lfs-object", "max-commit-body", "multipart-chunk"}, "[limits]");
+      if (auto value = reader.size(*limits, "max-lfs-object")) config.limits.max_lfs_object = *value;
+      if (auto value = reader.size(*limits, "max-commit-body")) config.limits.max_commit_body = *value;
+      if (auto value = reader.size(*limits, "multipart-chunk")) config.limits.multipart_chunk = *value;
+    } else {
+      reader.error(node->source(), "\"limits\" must be a table");
+    }
+  }
+
+  std::set<std::string> seen_tokens;
+  for (const toml::table* table : reader.tables(root, "tokens")) {
+    reader.check_keys(*table, {"token", "user", "namespaces"}, "[[tokens]]");
+    TokenEntry entry;
+    auto token = reader.string(*table, "token", "[[tokens]]", true);
+    auto user = reader.string(*table, "user", "[[tokens]]", true);
+    if (token && !is_valid_token_text(*token))
+      reader.error(table->get("token")->source(), "a token must be 8-256 printable ASCII characters without spaces");
+    else if (token && !seen_tokens.insert(*token).second)
+      reader.error(table->get("token")->source(), "this token is listed twice");
+    if (user && !is_valid_namespace(*user))
+      reader.error(table->get("user")->source(), "invalid user name \"" + *user + "\"");
+    if (const toml::node* namespaces = table->get("namespaces")) {
+      const toml::array* array = namespaces->as_array();
+      if (!array) reader.error(namespaces->source(), "[[tokens]].namespaces must be an array of strings");
+      for (size_t i = 0; array && i < array->size(); ++i) {
+        auto ns = array->get(i)->value<std::string>();
+        if (!ns || !array->get(i)->is_string() || !is_valid_namespace(*ns))
+          reader.error(array->get(i)->source(), "[[tokens]].namespaces entries must be valid namespace names");
+        else
+          entry.namespaces.push_back(*ns);
+      }
+    }
+    entry.token = token.value_or("");
+    entry.user = user.value_or("");
+    config.tokens.push_back(std::move(entry));
+  }
+
+  for (const toml::table* table : reader.tables(root, "organizations")) {
+    reader.check_keys(*table, {"name", "trusted-kernel-publisher"}, "[[organizations]]");
+    Organization organization;
+    if (auto name = reader.string(*table, "name", "[[organizations]]", true)) {
+      if (!is_valid_namespace(*name))
+        reader.error(table->get("name")->source(), "invalid organization name \"" + *name + "\"");
+      organization.name = *name;
+    }
+    if (const toml::node* trusted = table->get("trusted-kernel-publisher")) {
+      if (auto value = trusted->value<bool>(); value && trusted->is_boolean())
+        organization.trusted_kernel_publisher = *value;
+      else
+        reader.error(trusted->source(), "trusted-kernel-publisher must be true or false");
+    }
+    config.organizations.push_back(std::move(organization));
+  }
+
+  if (!errors.empty())
+    return fail(util::join(errors, "\n"), "see the format in tool/kbuild/server/config.hpp", ExitCode::usage);
+  return config;
+}
+
+Result<Config> load_config(const fs::path& root) {
+  fs::path path = root / "config.toml";
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return Config{};
+  util::RealFileSystem files;
+  KB_TRY_ASSIGN(std::string text, files.read_file(path));
+  return parse_config(text, path.string());
+}
+
+std::string generate_token() {
+  std::random_device device;
+  std::string raw;
+  while (raw.size() < 21) {
+    auto value = device();
+    for (int i = 0; i < 4 && raw.size() < 21; ++i) raw.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
+  }
+  return "hf_" + util::base32_lower_nopad(raw).substr(0, 34);
+}
+
+Result<std::string> add_token(const fs::path& root, const std::string& user,
+                              const std::vector<std::string>& namespaces) {
+  if (!is_valid_namespace(user))
+    return fail("invalid user name \"" + user + "\"", "use letters, digits, '-', '_' and '.'", ExitCode::usage);
+  for (const auto& ns : namespaces)
+    if (!is_valid_namespace(ns))
+      return fail("invalid namespace \"" + ns + "\"", "use letters, digits, '-', '_' and '.'", ExitCode::usage);
+  util::RealFileSystem files;
+  fs::path path = root / "config.toml";
+  std::string text;
+  if (files.stat(path).exists) {
+    KB_TRY_ASSIGN(text, files.read_file(path));
+    KB_TRY(parse_config(text, path.string()));
+  }
+  std::string token = generate_token();
+  std::string entry = "[[tokens]]\ntoken = \"" + token + "\"\nuser = \"" + user + "\"\n";
+  if (!namespaces.empty()) {
+    std::vector<std::string> quoted;
+    for (const auto& ns : namespaces) quoted.push_back("\"" + ns + "\"");
+    entry += "namespaces = [" + util::join(quoted, ", ") + "]\n";
+  }
+  if (!text.empty() && !text.ends_with("\n")) text += "\n";
+  if (!text.empty()) text += "\n";
+  text += entry;
+  KB_TRY(parse_config(text, path.string()));
+  KB_TRY(files.write_file_atomic(path, text));
+  // The file holds secrets: keep it private to its owner.
+  std::error_code ec;
+  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace, ec);
+  return token;
+}
+
+}  // namespace kbuild::server

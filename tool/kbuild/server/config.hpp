@@ -1,0 +1,86 @@
+#pragma once
+// Configuration of the registry server: <root>/config.toml. Every key is optional; a missing file
+// means the defaults (public reads, no tokens, so every write is refused with 401).
+//
+//   [server]
+//   read = "public"                  # "public": anyone may read public repos;
+//                                    # "token": every request needs a valid token
+//
+//   [limits]                         # all in bytes
+//   max-lfs-object = 2147483648      # largest LFS object (batch "size", PUT body, multipart total)
+//   max-commit-body = 268435456      # largest commit NDJSON body, and any other API body
+//   multipart-chunk = 67108864       # LFS objects of at least this size are uploaded in parts of
+//                                    # this size (the last part shorter); smaller ones with one PUT
+//
+//   [[tokens]]                       # one per access token; `kbuild hub token` appends these
+//   token = "hf_..."                 # required, unique, 8-256 printable ASCII characters, no spaces
+//   user = "alice"                   # required; the name whoami-v2 reports
+//   namespaces = ["kernels-community"]  # optional; namespaces the token may write besides `user`
+//
+//   [[organizations]]
+//   name = "kernels-community"       # required
+//   trusted-kernel-publisher = true  # optional, default false (GET /api/organizations/NAME/overview)
+//
+// A namespace listed in some token's `namespaces` that is no token's user counts as an organisation
+// too (untrusted unless declared). Unknown keys, wrong types and invalid names are errors reported as
+// "config.toml:LINE:COL: message", all at once. The file is read once, when the server starts.
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kbuild/util/result.hpp"
+
+namespace kbuild::server {
+
+enum class ReadAccess { anyone, token };
+
+struct TokenEntry {
+  std::string token;
+  std::string user;
+  std::vector<std::string> namespaces;  ///< beyond `user`
+  /// Whether this token may create repos in, and commit to, namespace `ns`.
+  bool may_write(std::string_view ns) const;
+};
+
+struct Organization {
+  std::string name;
+  bool trusted_kernel_publisher = false;
+};
+
+struct Limits {
+  std::uint64_t max_lfs_object = 2ull << 30;
+  std::uint64_t max_commit_body = 256ull << 20;
+  std::uint64_t multipart_chunk = 64ull << 20;
+};
+
+struct Config {
+  ReadAccess read = ReadAccess::anyone;
+  std::vector<TokenEntry> tokens;
+  std::vector<Organization> organizations;  ///< declared ones
+  Limits limits;
+
+  /// The entry whose token equals `token` (compared in constant time), or nullptr.
+  const TokenEntry* find_token(std::string_view token) const;
+  /// A declared organisation, or an implied one (see above) with trusted_kernel_publisher false.
+  std::optional<Organization> find_organization(std::string_view name) const;
+  /// Organisations `entry` belongs to: its `namespaces`, in order.
+  std::vector<std::string> organizations_of(const TokenEntry& entry) const;
+};
+
+/// Parses config.toml text; `file` names it in error messages.
+Result<Config> parse_config(std::string_view text, const std::string& file);
+/// Reads <root>/config.toml; defaults when the file does not exist.
+Result<Config> load_config(const std::filesystem::path& root);
+/// Appends a [[tokens]] entry with a fresh random token for `user` to <root>/config.toml (creating
+/// root and file when missing; the existing text, comments included, is kept), after checking that the
+/// result still parses. Returns the token.
+Result<std::string> add_token(const std::filesystem::path& root, const std::string& user,
+                              const std::vector<std::string>& namespaces);
+/// "hf_" followed by 34 random characters from [a-z2-7].
+std::string generate_token();
+
+}  // namespace kbuild::server

@@ -1,0 +1,297 @@
+// The only translation unit that includes cpp-httplib.
+#include "kbuild/server/listener.hpp"
+
+#include <fcntl.h>
+#include <httplib.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "kbuild/server/store.hpp"
+
+namespace kbuild::server {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::uint64_t k_spool_threshold = 8ull << 20;
+
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Collects a request body in memory, moving to a spool file once it grows past k_spool_threshold.
+class BodyCollector {
+ public:
+  BodyCollector(fs::path spool_path, std::uint64_t limit) : m_spool_path(std::move(spool_path)), m_limit(limit) {}
+  ~BodyCollector() {
+    if (m_file) std::fclose(m_file);
+  }
+
+  bool add(const char* data, size_t size) {
+    m_total += size;
+    if (m_total > m_limit) {
+      m_too_large = true;
+      return false;
+    }
+    if (!m_file && m_memory.size() + size <= k_spool_threshold) {
+      m_memory.append(data, size);
+      return true;
+    }
+    if (!m_file) {
+      m_file = std::fopen(m_spool_path.c_str(), "wb");
+      if (!m_file) return m_failed = true, false;
+      m_spooled = true;
+      if (std::fwrite(m_memory.data(), 1, m_memory.size(), m_file) != m_memory.size()) return m_failed = true, false;
+      m_memory.clear();
+    }
+    if (std::fwrite(data, 1, size, m_file) != size) return m_failed = true, false;
+    return true;
+  }
+  /// Closes the spool file; false on a write error.
+  bool finish() {
+    if (!m_file) return !m_failed;
+    bool ok = std::fclose(m_file) == 0 && !m_failed;
+    m_file = nullptr;
+    return ok;
+  }
+
+  bool too_large() const { return m_too_large; }
+  bool spooled() const { return m_spooled; }
+  std::string& memory() { return m_memory; }
+  std::uint64_t total() const { return m_total; }
+
+ private:
+  fs::path m_spool_path;
+  std::uint64_t m_limit;
+  std::string m_memory;
+  std::FILE* m_file = nullptr;
+  std::uint64_t m_total = 0;
+  bool m_spooled = false, m_too_large = false, m_failed = false;
+};
+
+}  // namespace
+
+struct Listener::Impl {
+  ListenerOptions options;
+  httplib::Server server;
+  int port = 0;
+  Router* router = nullptr;
+  std::mutex log_mutex;
+  std::FILE* log = nullptr;
+
+  ~Impl() {
+    if (log) std::fclose(log);
+  }
+
+  std::uint64_t limit_for(const std::string& target) const {
+    return target.starts_with("/lfs/upload/") ? options.limits.max_lfs_object : options.limits.max_commit_body;
+  }
+
+  void write_log(const httplib::Request& request, int status, std::uint64_t bytes) {
+    if (!log) return;
+    std::string path = request.target.substr(0, request.target.find('?'));
+    std::lock_guard lock(log_mutex);
+    std::fprintf(log, "%s %s %s %d %llu\n", iso8601(now_ms()).c_str(), request.method.c_str(), path.c_str(), status,
+                 static_cast<unsigned long long>(bytes));
+    std::fflush(log);
+  }
+
+  static void send_error(httplib::Response& response, int status, const std::string& code, const std::string& message,
+                         bool head) {
+    response.status = status;
+    response.set_header("X-Error-Code", code);
+    response.set_header("X-Error-Message", message);
+    response.set_header("Connection", "close");
+    std::string body = nlohmann::json{{"error", message}}.dump();
+    if (head)
+      response.set_header("Content-Length", std::to_string(body.size()));
+    else
+      response.set_content(body, "application/json");
+  }
+
+  void handle(const httplib::Request& in, httplib::Response& out, const httplib::ContentReader* reader) {
+    // cpp-httplib would apply the Range header again to what the router already cut out; the router
+    // owns ranges. The Request object is not const where it lives (Server::process_request).
+    const_cast<httplib::Request&>(in).ranges.clear();
+    bool head = in.method == "HEAD";
+    hub::HttpRequest request;
+    request.method = in.method;
+    request.url = in.target;
+    for (const auto& [name, value] : in.headers)
+      if (name != "REMOTE_ADDR" && name != "REMOTE_PORT") request.headers.set(name, value);
+
+    fs::path spool;
+    if (reader) {
+      std::uint64_t limit = limit_for(in.target);
+      if (in.has_header("Content-Length") &&
+          std::strtoull(in.get_header_value("Content-Length").c_str(), nullptr, 10) > limit) {
+        send_error(out, 413, "PayloadTooLarge",
+                   "request body larger than the server's limit of " + std::to_string(limit) + " bytes", head);
+        write_log(in, out.status, 0);
+        return;
+      }
+      static std::atomic<std::uint64_t> counter{0};
+      spool = fs::path(options.spool_dir) /
+              ("body-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + "-" + std::to_string(now_ms()));
+      BodyCollector body(spool, limit);
+      bool complete = (*reader)([&](const char* data, size_t size) { return body.add(data, size); });
+      bool written = body.finish();
+      if (body.too_large() || !complete || !written) {
+        std::error_code ec;
+        fs::remove(spool, ec);
+        if (body.too_large())
+          send_error(out, 413, "PayloadTooLarge",
+                     "request body larger than the server's limit of " + std::to_string(limit) + " bytes", head);
+        else
+          send_error(out, 400, "BadRequest", "incomplete request body", head);
+        write_log(in, out.status, 0);
+        return;
+      }
+      if (body.spooled()) {
+        request.body_file = spool;
+        request.body_length = body.total();
+      } else {
+        request.body = std::move(body.memory());
+      }
+    } else {
+      request.body = in.body;
+    }
+
+    Reply reply = router->route(request, request.body_file.has_value());
+    if (request.body_file) {
+      std::error_code ec;
+      fs::remove(spool, ec);  // the router may have moved it into the blob store already
+    }
+
+    out.status = reply.response.status;
+    std::string content_type = reply.response.headers.get("content-type").value_or("application/octet-stream");
+    for (const auto& [name, value] : reply.response.headers.all()) {
+      // cpp-httplib computes Content-Length itself for bodies (it would send two otherwise) and sets
+      // Content-Type with the content; HEAD answers keep the router's Content-Length.
+      if (name == "content-type" || (name == "content-length" && !head)) continue;
+      out.set_header(name, value);
+    }
+    std::uint64_t bytes = 0;
+    if (head) {
+      out.set_header("Content-Type", content_type);
+    } else if (reply.file) {
+      int fd = ::open(reply.file->path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) {
+        out.headers.clear();
+        send_error(out, 500, "InternalError", "cannot open a stored file", false);
+        write_log(in, out.status, 0);
+        return;
+      }
+      std::uint64_t base = reply.file->offset;
+      bytes = reply.file->length;
+      out.set_content_provider(
+          static_cast<size_t>(bytes), content_type,
+          [fd, base](size_t offset, size_t length, httplib::DataSink& sink) {
+            std::vector<char> buffer(std::min<size_t>(length, 1 << 20));
+            ssize_t got = ::pread(fd, buffer.data(), buffer.size(), static_cast<off_t>(base + offset));
+            if (got <= 0) return false;
+            return sink.write(buffer.data(), static_cast<size_t>(got));
+          },
+          [fd](bool) { ::close(fd); });
+    } else {
+      bytes = reply.response.body.size();
+      out.set_content(std::move(reply.response.body), content_type);
+    }
+    write_log(in, out.status, bytes);
+  }
+};
+
+Listener::Listener(std::unique_ptr<Impl> impl) : m_impl(std::move(impl)) {}
+Listener::~Listener() = default;
+
+Result<std::unique_ptr<Listener>> Listener::bind(const ListenerOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  if (!options.access_log.empty()) {
+    impl->log = std::fopen(options.access_log.c_str(), "a");
+    if (!impl->log) return fail("cannot open the access log " + options.access_log.string());
+  }
+  auto& server = impl->server;
+  // Downloads run on 8 threads and uploads on 5 in huggingface_hub; idle keep-alive connections hold
+  // a worker each, so keep plenty.
+  server.new_task_queue = [] { return new httplib::ThreadPool(32); };
+  server.set_read_timeout(60);
+  server.set_write_timeout(60);
+  Impl* self = impl.get();
+  auto plain = [self](const httplib::Request& in, httplib::Response& out) { self->handle(in, out, nullptr); };
+  auto with_body = [self](const httplib::Request& in, httplib::Response& out, const httplib::ContentReader& reader) {
+    self->handle(in, out, &reader);
+  };
+  // Patterns match the decoded path; the router re-parses the raw target, so match everything.
+  const std::string any = ".*";
+  server.Get(any, plain);
+  server.Post(any, plain);
+  server.Put(any, plain);
+  server.Delete(any, plain);
+  server.Post(any, httplib::Server::HandlerWithContentReader(with_body));
+  server.Put(any, httplib::Server::HandlerWithContentReader(with_body));
+  server.Delete(any, httplib::Server::HandlerWithContentReader(with_body));
+
+  if (options.port == 0) {
+    impl->port = server.bind_to_any_port(options.host);
+    if (impl->port <= 0) return fail("cannot listen on " + options.host, "check --host");
+  } else {
+    if (!server.bind_to_port(options.host, options.port))
+      return fail("cannot listen on " + options.host + ":" + std::to_string(options.port),
+                  "is another server using the port? try --port 0 for a free one");
+    impl->port = options.port;
+  }
+  return std::unique_ptr<Listener>(new Listener(std::move(impl)));
+}
+
+int Listener::port() const { return m_impl->port; }
+
+Result<void> Listener::serve(Router& router) {
+  m_impl->router = &router;
+  if (!m_impl->server.listen_after_bind()) return fail("the HTTP server stopped unexpectedly");
+  return {};
+}
+
+void Listener::stop() { m_impl->server.stop(); }
+
+Result<void> serve_until_signal(Listener& listener, Router& router) {
+  sigset_t signals, previous;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, &previous);
+  std::atomic<bool> finished{false};
+  Result<void> outcome;
+  std::thread worker([&] {
+    outcome = listener.serve(router);
+    finished = true;
+  });
+  bool stopped_by_signal = false;
+  while (!finished) {
+    timespec wait{0, 200 * 1000 * 1000};
+    if (sigtimedwait(&signals, nullptr, &wait) > 0) {
+      stopped_by_signal = true;
+      break;
+    }
+  }
+  // stop() does nothing until the server runs, so repeat it until serve() has returned.
+  while (!finished) {
+    listener.stop();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  worker.join();
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  if (stopped_by_signal) return {};
+  return outcome;
+}
+
+}  // namespace kbuild::server

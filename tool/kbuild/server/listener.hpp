@@ -1,0 +1,53 @@
+#pragma once
+// The socket side of `kbuild hub serve`: a cpp-httplib server that turns each HTTP request into a
+// hub::HttpRequest for Router::route() and writes the Reply back. HEAD answers carry the headers
+// (Content-Length included) without a body; file bodies are streamed from the blob store. Request
+// bodies above 8 MiB are spooled to a file in the store's temp dir instead of memory, and bodies
+// above the configured limits are refused with 413 before they are read.
+//
+// Access log (optional), one line per request, appended and flushed:
+//   <ISO 8601 time> <METHOD> <path without query> <status> <response body bytes>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "kbuild/server/config.hpp"
+#include "kbuild/server/router.hpp"
+#include "kbuild/util/result.hpp"
+
+namespace kbuild::server {
+
+struct ListenerOptions {
+  std::string host = "127.0.0.1";
+  int port = 0;                      ///< 0: any free port
+  std::filesystem::path access_log;  ///< empty: no log
+  std::filesystem::path spool_dir;   ///< where large request bodies go (Store::temp_dir())
+  Limits limits;                     ///< body size limits, as in the router's Config
+};
+
+class Listener {
+ public:
+  /// Binds the socket (so port() is known before serving). Error if the address is unusable.
+  static Result<std::unique_ptr<Listener>> bind(const ListenerOptions& options);
+  ~Listener();
+  Listener(const Listener&) = delete;
+  Listener& operator=(const Listener&) = delete;
+
+  int port() const;
+  /// Serves with `router` until stop() is called from another thread; blocks.
+  Result<void> serve(Router& router);
+  /// Makes serve() return; safe from any thread.
+  void stop();
+
+ private:
+  struct Impl;
+  explicit Listener(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> m_impl;
+};
+
+/// Serves on a background thread until SIGINT or SIGTERM arrives (both are blocked in the calling
+/// thread and in every thread started meanwhile), then stops and returns.
+Result<void> serve_until_signal(Listener& listener, Router& router);
+
+}  // namespace kbuild::server

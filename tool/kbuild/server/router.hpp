@@ -1,0 +1,143 @@
+#pragma once
+// The registry's HTTP logic: one request in, one response out, over a Store and a Config. No
+// sockets: listener.cpp feeds it from cpp-httplib, and tests (or the Hub client, through an
+// HttpTransport) call handle() directly.
+//
+// Endpoints ({T} = models|datasets|spaces|kernels, {P} = ""|datasets/|spaces/|kernels/, {id} =
+// namespace/name; "read" and "write" name the access check, see below):
+//
+// clang-format off
+//   GET    /api/whoami-v2                              token  {"name","type","orgs":[{"name"}],"auth":{..}}
+//   POST   /api/validate-yaml                          -      {}
+//   GET    /api/agent-harnesses                        -      {"standardEnvVars":[],"harnesses":{}}
+//   POST   /api/repos/create                           write  {"url","name","id"}; 409 {"error","url"}
+//   DELETE /api/repos/delete                           write  "OK"
+//   GET    /api/organizations/{name}/overview          read   {"name",...,"trustedKernelPublisher"}
+//   GET    /api/{T}/{id}[/revision/{rev}]              read   repo info ("id","sha","siblings",...)
+//   GET    /api/{T}/{id}/refs[?include_prs=1]          read   {"branches","tags","converts"[,"pullRequests"]}
+//   POST   /api/{T}/{id}/branch/{branch}               write  body {"startingPoint"?}; 409 if it exists
+//   DELETE /api/{T}/{id}/branch/{branch}               write  "main" cannot be deleted
+//   POST   /api/{T}/{id}/tag/{rev}                     write  body {"tag","message"?}; 409 if it exists
+//   DELETE /api/{T}/{id}/tag/{tag}                     write
+//   GET    /api/{T}/{id}/tree/{rev}[/{path}]           read   ?recursive=&expand=&cursor=; Link rel=next
+//   POST   /api/{T}/{id}/paths-info/{rev}              read   form or JSON "paths", "expand"
+//   GET    /api/{T}/{id}/commits/{rev}                 read   [{"id","title","message","date","authors"}]
+//   POST   /api/{T}/{id}/preupload/{rev}               write  {"files":[{"path","uploadMode",
+//                                                             "shouldIgnore","oid"?}],"commitOid"}
+//   POST   /api/{T}/{id}/commit/{rev}[?create_pr=1]    write  NDJSON in; {"success","commitOid",
+//                                                             "commitUrl","hookOutput"[,"pullRequestUrl"]}
+//   GET    /api/{T}/{id}/xet-{read,write}-token/{rev}  -      400: this server speaks LFS only
+//   POST   /{P}{id}.git/info/lfs/objects/batch         write  git-lfs batch API (upload only)
+//   POST   /{P}{id}.git/info/lfs/objects/verify        write  {"oid","size"}: 200 when stored
+//   HEAD   /{P}{id}/resolve/{rev}/{path}               read   ETag, X-Repo-Commit, Content-Length
+//   GET    /{P}{id}/resolve/{rev}/{path}               read   content; "Range: bytes=..." gives 206
+//   PUT    /lfs/upload/{oid}?token=T                   token  single-PUT LFS upload
+//   PUT    /lfs/upload/{oid}/{part}?token=T            token  one part of a multipart upload (ETag)
+//   POST   /lfs/upload/{oid}?token=T                   token  multipart completion {"oid","parts"}
+// clang-format on
+//
+// Routing: the path is split on '/' and each segment is percent-decoded on its own, so "%2F" inside
+// a revision ("refs%2Fpr%2F1") or a tree path stays inside that segment. The revision is the one
+// segment after tree/, resolve/, commit/, commits/, preupload/, paths-info/ or tag/; the segments after
+// it, joined with '/', are the path in the repo. After revision/ and branch/ every remaining segment
+// belongs to the name. HEAD is answered like GET, without a body.
+//
+// Revisions resolve, in order: "refs/heads/B", "refs/tags/T", "refs/pr/N"; a branch; a tag; a
+// 40-hex commit id of the repo. Commits go to branches (or refs/pr/N) only; with create_pr=1 a new
+// refs/pr/N on top of the revision is created instead.
+//
+// Access: an Authorization header ("Bearer <token>", or Basic with the token as password) that names
+// no configured token is always 401 "Invalid credentials in Authorization header". "read": anyone
+// (config read = "public") or any valid token (read = "token"); private repos are only visible to
+// tokens that may write their namespace, and look missing (404 RepoNotFound) to others. "write": a
+// token that may write the repo's namespace: 401 without a token, 403 with one that may not.
+// "token": the one-time token of an LFS upload in the query, no Authorization needed.
+//
+// Errors: every 4xx/5xx carries X-Error-Code and X-Error-Message and, except on HEAD, the JSON body
+// {"error": message}. Codes:
+//
+//   status  X-Error-Code         when
+//   400     BadRequest           malformed request, invalid name or path, bad NDJSON line, Xet token
+//   401     Unauthorized         no or an unknown token
+//   403     Forbidden            token may not write the namespace
+//   404     RepoNotFound         unknown (or hidden private) repo
+//   404     RevisionNotFound     unknown branch, tag, pull request or commit
+//   404     EntryNotFound        unknown file or folder (resolve also sends X-Repo-Commit)
+//   404     NotFound             no such route, organisation or upload
+//   405     MethodNotAllowed     known route, other method
+//   409     Conflict             repo, branch or tag exists
+//   412     PreconditionFailed   parentCommit is not the branch head
+//   413     PayloadTooLarge      body or LFS object above the configured limits
+//   416     RangeNotSatisfiable  Range starts after the end of the file
+//   500     InternalError        storage failure
+//
+// The server never sends a Xet signal (no xetHash, X-Xet-* headers, or "transfer":"xet").
+//
+// Thread safety: handle() and route() may be called concurrently.
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "kbuild/hub/http.hpp"
+#include "kbuild/server/config.hpp"
+#include "kbuild/server/store.hpp"
+
+namespace kbuild::server {
+
+struct RouterOptions {
+  /// Public base URL used in every absolute URL the server hands out (repo URLs, LFS hrefs, Link
+  /// headers), without a trailing '/'.
+  std::string base_url = "http://127.0.0.1:8080";
+  /// Milliseconds since the epoch; defaults to the system clock.
+  std::function<std::int64_t()> now_ms;
+  /// Tree entries per page (the Hub: 1000, or 50 with expand=true).
+  std::size_t tree_page_size = 1000;
+  std::size_t tree_page_size_expanded = 50;
+  /// Lifetime of LFS upload URLs.
+  std::int64_t upload_ttl_ms = 3600 * 1000;
+};
+
+/// A byte range of a file to send as the response body (downloads are streamed, not held in memory).
+struct FileBody {
+  std::filesystem::path path;
+  std::uint64_t offset = 0;
+  std::uint64_t length = 0;
+};
+
+/// A response whose body is either `response.body` or, when set, `file`. `response.headers` holds
+/// Content-Length for both (and for HEAD).
+struct Reply {
+  hub::HttpResponse response;
+  std::optional<FileBody> file;
+};
+
+class Router {
+ public:
+  Router(Store& store, Config config, RouterOptions options);
+
+  /// Handles one request; `request.url` is a target ("/api/...?q") or an absolute URL whose scheme
+  /// and host are ignored. File bodies are read into `body`.
+  hub::HttpResponse handle(const hub::HttpRequest& request);
+  /// Same, but large file bodies come back as a FileBody. With `body_is_spool`, `request.body_file` is
+  /// a temporary file inside store.temp_dir() that the router may move away (the caller removes it if
+  /// it is still there afterwards); otherwise body_file is only read.
+  Reply route(const hub::HttpRequest& request, bool body_is_spool = false);
+
+  const Config& config() const { return m_config; }
+  const RouterOptions& options() const { return m_options; }
+
+  /// One request being handled (defined in router.cpp).
+  struct Context;
+
+ private:
+  Reply dispatch(Context& context);
+
+  Store& m_store;
+  Config m_config;
+  RouterOptions m_options;
+};
+
+}  // namespace kbuild::server

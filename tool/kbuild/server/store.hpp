@@ -1,0 +1,341 @@
+#pragma once
+// Storage of the Hub-compatible registry (`kbuild hub serve`): a content-addressed blob directory plus
+// one SQLite database, and the pure rules of the data model (names, paths, git object ids, LFS
+// pointers, the LFS-or-regular decision). The HTTP layer lives in router.hpp.
+//
+// On-disk layout of a registry root:
+//
+//   <root>/config.toml                  server configuration (config.hpp)
+//   <root>/hub.sqlite (+ -wal, -shm)    the database below, WAL mode
+//   <root>/blobs/<sha256[0:2]>/<sha256> every file content ever committed or uploaded, named by its
+//                                       SHA-256; written to <root>/tmp first, fsynced, then renamed
+//   <root>/tmp/                         temporary files (spooled request bodies, blobs being written)
+//   <root>/uploads/<token>/<part>       parts of a multipart LFS upload until it is completed
+//
+// Database schema (PRAGMA user_version = 1; sizes in bytes, times in milliseconds since the epoch):
+//
+//   repos   (key INTEGER PRIMARY KEY, type TEXT  -- model|dataset|space|kernel
+//            namespace TEXT, name TEXT, private INTEGER, object_id TEXT -- 24 hex, the Hub "_id"
+//            created_ms INTEGER, UNIQUE(type, namespace, name))
+//   commits (repo -> repos.key ON DELETE CASCADE, oid TEXT -- 40 hex, parent TEXT -- "" for the root
+//            tree TEXT -- git tree id of the root, title TEXT, message TEXT, author TEXT,
+//            time_ms INTEGER, PRIMARY KEY(repo, oid))
+//   files   (repo, commit_oid -> commits ON DELETE CASCADE, path TEXT, size INTEGER -- content size
+//            sha256 TEXT -- of the content, blob_id TEXT -- git blob id of what git would store
+//            (content, or the LFS pointer), lfs INTEGER, PRIMARY KEY(repo, commit_oid, path))
+//            -- the COMPLETE file list of every commit, not a diff
+//   refs    (repo -> repos.key ON DELETE CASCADE, kind TEXT -- branch|tag|pr, name TEXT -- "main",
+//            "v1.0", "3" (for refs/pr/3), target TEXT -- commit oid, PRIMARY KEY(repo, kind, name))
+//   uploads (token TEXT PRIMARY KEY, oid TEXT -- sha256, size INTEGER, chunk_size INTEGER -- 0 for a
+//            single PUT, expires_ms INTEGER)   -- LFS uploads handed out by the batch endpoint
+//
+// Consistency: a commit is one SQLite transaction that inserts the commit and its file list and moves
+// the ref only if it still points at the expected parent (compare-and-swap). Blobs are written and
+// fsynced before that transaction starts. A crash at any point therefore leaves every ref on a
+// complete commit; at worst some unreferenced blobs remain. Blobs are never deleted.
+//
+// Thread safety: one Store may be used from many threads; database access is serialised by an
+// internal mutex, blob hashing and copying run outside it.
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kbuild/util/result.hpp"
+
+struct sqlite3;
+
+namespace kbuild::server {
+
+// ---------------------------------------------------------------------------------------------
+// Repository types: name, API segment (/api/{plural}/...) and resolve/LFS URL prefix.
+//
+//   type     plural     url prefix
+//   model    models     ""
+//   dataset  datasets   "datasets/"
+//   space    spaces     "spaces/"
+//   kernel   kernels    "kernels/"
+
+enum class RepoType { model, dataset, space, kernel };
+
+std::string_view repo_type_name(RepoType type);
+std::string_view repo_type_plural(RepoType type);
+std::string_view repo_type_url_prefix(RepoType type);
+std::optional<RepoType> parse_repo_type(std::string_view name);
+std::optional<RepoType> parse_repo_type_plural(std::string_view plural);
+
+struct RepoId {
+  RepoType type = RepoType::model;
+  std::string ns;  ///< user or organisation
+  std::string name;
+  std::string full_name() const { return ns + "/" + name; }
+};
+
+struct Repo {
+  std::int64_t key = 0;  ///< database key
+  RepoId id;
+  bool is_private = false;
+  std::string object_id;  ///< 24 lowercase hex, stable for the repo's life
+  std::int64_t created_ms = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Names and paths.
+
+/// A namespace or repo name as the Hub accepts it: 1-96 characters from [A-Za-z0-9._-], not starting
+/// or ending with '-' or '.', without "--" or "..". Names ending in ".git" are refused (they would make
+/// LFS URLs ambiguous).
+bool is_valid_repo_name(std::string_view name);
+/// is_valid_repo_name, and not one of the words that start server routes (api, datasets, spaces,
+/// kernels, models, lfs), so `/{ns}/{name}/resolve/...` stays unambiguous.
+bool is_valid_namespace(std::string_view ns);
+/// A path inside a repo: non-empty '/'-separated components, none empty, ".", ".." or ".git", no
+/// leading '/', no NUL, CR or LF, at most 4096 bytes.
+bool is_valid_repo_path(std::string_view path);
+/// A branch or tag name (git check-ref-format, simplified): non-empty, at most 255 bytes, no control
+/// characters, spaces or any of ~^:?*[\, no "..", "//" or "@{", not starting with '-' or '/', not ending
+/// with '/', '.' or ".lock", no component starting with '.', and not "HEAD".
+bool is_valid_ref_name(std::string_view name);
+/// 40 lowercase hex characters (a commit id as clients recognise it).
+bool is_commit_oid(std::string_view text);
+/// 64 lowercase hex characters.
+bool is_sha256_hex(std::string_view text);
+
+// ---------------------------------------------------------------------------------------------
+// Files, git object ids and LFS pointers.
+
+/// Files at or above this size are stored with LFS (§10.2 of docs/hub-api: 10 MiB).
+inline constexpr std::uint64_t k_lfs_size_threshold = 10ull * 1024 * 1024;
+
+struct FileEntry {
+  std::string path;
+  std::uint64_t size = 0;  ///< content size (also for LFS files)
+  std::string sha256;      ///< of the content; names the blob
+  std::string blob_id;     ///< git blob id of the content, or of the LFS pointer when `lfs`
+  bool lfs = false;
+};
+
+/// A commit's complete file list, by path.
+using FileMap = std::map<std::string, FileEntry>;
+
+/// The git-lfs pointer text, exactly:
+///   "version https://git-lfs.github.com/spec/v1\n" "oid sha256:<64 hex>\n" "size <decimal>\n"
+std::string lfs_pointer(std::string_view sha256, std::uint64_t size);
+/// Entry for content stored as a regular git blob.
+FileEntry regular_entry(std::string path, std::string_view content);
+/// Entry for content stored with LFS (blob_id is the id of the pointer).
+FileEntry lfs_entry(std::string path, std::string sha256, std::uint64_t size);
+
+/// Git tree ids of every directory of `files`: "" for the root, "a/b" for subdirectories. Trees are
+/// real git tree objects (mode 100644 for files, 40000 for trees, entries in git order).
+std::map<std::string, std::string> tree_ids(const FileMap& files);
+
+struct Commit {
+  std::string oid;
+  std::string parent;  ///< "" for a repo's first commit
+  std::string tree;
+  std::string title;
+  std::string message;
+  std::string author;
+  std::int64_t time_ms = 0;
+};
+
+/// The id of a commit: the SHA-1 of a git commit object built from tree, parent, author, time
+/// (seconds, UTC), title and message:
+///   "tree <tree>\n" ["parent <parent>\n"] "author <a> <<a>@users.noreply.kbuild> <secs> +0000\n"
+///   "committer <same>\n" "\n" "<title>\n" ["\n<message>\n"]
+std::string commit_oid(const Commit& commit);
+
+/// "2024-05-01T12:00:00.000Z"
+std::string iso8601(std::int64_t time_ms);
+
+// ---------------------------------------------------------------------------------------------
+// The LFS-or-regular rule.
+
+/// Git wildmatch of one pattern against a '/'-separated path: '*' and '?' stay inside a component,
+/// "[...]" classes ("!" or "^" negates), '\' escapes, and "**" as a whole component matches any number
+/// of components ("**/x", "a/**/b", "a/**").
+bool wildmatch(std::string_view pattern, std::string_view path);
+
+/// The filter=lfs rules of a .gitattributes file. A pattern without '/' matches the basename at any
+/// depth; one with '/' matches the whole path (a leading '/' is ignored). Later lines win;
+/// "-filter", "!filter" and "filter=<other>" turn LFS off again.
+class GitAttributes {
+ public:
+  GitAttributes() = default;
+  explicit GitAttributes(std::string_view text);
+  bool is_lfs(std::string_view path) const;
+
+ private:
+  struct Rule {
+    std::string pattern;
+    bool lfs = false;
+  };
+  std::vector<Rule> m_rules;
+};
+
+/// The .gitignore rules of a repo's root: "#" comments, "!" re-includes, a trailing '/' only matches
+/// directories, a '/' elsewhere anchors the pattern at the root; a file inside an ignored directory
+/// is ignored.
+class GitIgnore {
+ public:
+  GitIgnore() = default;
+  explicit GitIgnore(std::string_view text);
+  bool is_ignored(std::string_view path) const;
+
+ private:
+  struct Rule {
+    std::string pattern;
+    bool negated = false;
+    bool directory_only = false;
+    bool anchored = false;
+  };
+  std::optional<bool> match(std::string_view path, bool is_directory) const;
+  std::vector<Rule> m_rules;
+};
+
+/// Whether a file goes to LFS: never when empty; otherwise when its path matches a filter=lfs
+/// pattern, when the first 512 bytes (`sample`) hold a NUL byte, or when it is at least
+/// k_lfs_size_threshold bytes.
+bool use_lfs(const GitAttributes& attributes, std::string_view path, std::uint64_t size, std::string_view sample);
+
+/// The .gitattributes of a new repo: the Hub's default list of binary formats stored with LFS.
+std::string_view default_gitattributes();
+
+// ---------------------------------------------------------------------------------------------
+// Refs.
+
+enum class RefKind { branch, tag, pr };
+
+struct Ref {
+  RefKind kind = RefKind::branch;
+  std::string name;    ///< "main", "v1", or the number of a pull request
+  std::string target;  ///< commit oid
+  /// "refs/heads/<name>", "refs/tags/<name>" or "refs/pr/<name>".
+  std::string full_name() const;
+};
+
+/// What a new commit holds; the store computes tree and oid.
+struct CommitRequest {
+  std::string title;
+  std::string message;
+  std::string author;
+  std::int64_t time_ms = 0;
+  FileMap files;  ///< the complete file list after the commit
+};
+
+/// Outcome of a compare-and-swap commit.
+enum class CasStatus {
+  done,     ///< committed; the ref points at the new commit
+  stale,    ///< the ref no longer points at the expected parent; nothing was written
+  missing,  ///< the ref does not exist; nothing was written
+};
+
+struct CommitOutcome {
+  CasStatus status = CasStatus::done;
+  Commit commit;  ///< the new commit when `done`
+};
+
+/// A multipart or single-PUT LFS upload handed out by the batch endpoint.
+struct PendingUpload {
+  std::string token;  ///< one-time secret carried in the upload URLs
+  std::string oid;    ///< expected SHA-256 of the content
+  std::uint64_t size = 0;
+  std::uint64_t chunk_size = 0;  ///< 0: one PUT; otherwise parts of this size (the last one shorter)
+  std::int64_t expires_ms = 0;
+};
+
+/// Result of checking uploaded bytes against the announced oid and size.
+enum class BlobCheck { ok, wrong_size, wrong_hash };
+
+class Store {
+ public:
+  /// Opens (creating when missing) the registry at `root`: directories, database, schema.
+  static Result<std::unique_ptr<Store>> open(const std::filesystem::path& root);
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  const std::filesystem::path& root() const { return m_root; }
+  /// Where temporary files go; on the same filesystem as the blobs, so they can be renamed into place.
+  std::filesystem::path temp_dir() const { return m_root / "tmp"; }
+  /// A fresh, unused path inside temp_dir().
+  std::filesystem::path temp_path();
+
+  // --- repos ---
+  Result<std::optional<Repo>> find_repo(const RepoId& id);
+  /// Creates the repo with `initial` as the first commit of branch "main". nullopt (and no change)
+  /// when a repo with this id already exists.
+  Result<std::optional<Repo>> create_repo(const RepoId& id, bool is_private, const CommitRequest& initial);
+  /// Removes a repo with its commits and refs (blobs stay). False if it did not exist.
+  Result<bool> delete_repo(const RepoId& id);
+  /// Number of repos per type in a namespace (for organisation overviews).
+  Result<std::map<RepoType, std::int64_t>> count_repos(std::string_view ns);
+
+  // --- refs ---
+  /// All refs of a repo, sorted by kind then name (pull requests numerically).
+  Result<std::vector<Ref>> list_refs(std::int64_t repo);
+  Result<std::optional<std::string>> find_ref(std::int64_t repo, RefKind kind, std::string_view name);
+  /// Creates a ref; false (and no change) when it exists.
+  Result<bool> create_ref(std::int64_t repo, RefKind kind, std::string_view name, std::string_view target);
+  /// Deletes a ref; false when it does not exist.
+  Result<bool> delete_ref(std::int64_t repo, RefKind kind, std::string_view name);
+
+  // --- commits ---
+  Result<std::optional<Commit>> find_commit(std::int64_t repo, std::string_view oid);
+  /// The complete file list of a commit (empty for an unknown commit).
+  Result<FileMap> files(std::int64_t repo, std::string_view commit_oid);
+  /// In one transaction: if ref (kind, name) points at `expected_parent`, records a commit with that
+  /// parent and `request`'s files and moves the ref to it. Every blob named by the files must already
+  /// be stored.
+  Result<CommitOutcome> commit(std::int64_t repo, RefKind kind, std::string_view name, std::string_view expected_parent,
+                               const CommitRequest& request);
+  /// In one transaction: records a commit on top of `parent` and creates refs/pr/<N> for it, N being
+  /// one more than the highest pull request number of the repo. Returns N and the commit.
+  Result<std::pair<int, Commit>> commit_pull_request(std::int64_t repo, std::string_view parent,
+                                                     const CommitRequest& request);
+
+  // --- blobs ---
+  std::filesystem::path blob_path(std::string_view sha256) const;
+  /// Size of a stored blob; nullopt when absent.
+  std::optional<std::uint64_t> blob_size(std::string_view sha256) const;
+  /// Stores `content` (durably) and returns its SHA-256.
+  Result<std::string> put_blob(std::string_view content);
+  /// Hashes `file` (which must be inside temp_dir()); when it has `size` bytes and SHA-256 `sha256`,
+  /// renames it into the blob directory. The file is gone afterwards in every case.
+  Result<BlobCheck> adopt_blob(const std::filesystem::path& file, std::string_view sha256, std::uint64_t size);
+  Result<std::string> read_blob(std::string_view sha256) const;
+
+  // --- pending LFS uploads ---
+  Result<void> add_upload(const PendingUpload& upload);
+  /// The upload with this token, if it exists and has not expired at `now_ms`.
+  Result<std::optional<PendingUpload>> find_upload(std::string_view token, std::int64_t now_ms);
+  /// Forgets an upload and removes its parts.
+  Result<void> remove_upload(std::string_view token);
+  /// Forgets uploads that expired before `now_ms`, with their parts.
+  Result<void> expire_uploads(std::int64_t now_ms);
+  /// Where the parts of a multipart upload are kept: <root>/uploads/<token>/<part number>.
+  std::filesystem::path upload_dir(std::string_view token) const { return m_root / "uploads" / std::string(token); }
+
+  /// For tests: the next commit() or commit_pull_request() fails after writing its rows and before
+  /// moving or creating the ref, as a crash would; the transaction must leave no trace.
+  void fail_next_commit_for_testing() { m_fail_next_commit = true; }
+
+ private:
+  Store(std::filesystem::path root, sqlite3* db) : m_root(std::move(root)), m_db(db) {}
+  Result<void> init_schema();
+  Result<Commit> insert_commit(std::int64_t repo, std::string_view parent, const CommitRequest& request);
+
+  std::filesystem::path m_root;
+  sqlite3* m_db = nullptr;
+  std::mutex m_mutex;
+  bool m_fail_next_commit = false;
+};
+
+}  // namespace kbuild::server
