@@ -212,7 +212,7 @@ Result<PublishOutcome> publish(HubClient& client, util::FileSystem& fs, const co
   const bool branch_existed = refs.branches.count(branch) > 0;
   if (!branch_existed && !options.dry_run) {
     KB_TRY(client.create_branch(repo, branch, std::nullopt));
-    KB_TRY_ASSIGN(refs, client.list_refs(repo));
+    refs.branches[branch] = refs.branches["main"];  // a new branch starts at main's head
   }
   // Stale files are deleted inside the published variants only; a new branch also drops every
   // build/ file it inherited from main.
@@ -254,8 +254,8 @@ Result<PublishOutcome> publish(HubClient& client, util::FileSystem& fs, const co
     outcome.status = changed ? "uploaded" : "no_changes";
     break;
   }
-  // Tag the version branch's commit.
-  KB_TRY_ASSIGN(refs, client.list_refs(repo));
+  // Tag the version branch's commit (the tag listing from the start is current: an existing tag
+  // was refused unless --force).
   if (auto it = refs.tags.find(options.tag); it != refs.tags.end()) {
     if (it->second != outcome.commit) {
       KB_TRY(client.delete_tag(repo, options.tag));
