@@ -75,15 +75,19 @@ def gpu_time(fn, reps, warmup):
     return statistics.median(times)
 
 
-def cpu_time(fn, reps, warmup):
+def cpu_times(impls, reps, warmup):
+    """Median time of each implementation, measured round-robin so that a noisy neighbour on a
+    shared machine slows every implementation alike instead of whichever ran at the time."""
     for _ in range(warmup):
-        fn()
-    times = []
+        for _, fn in impls:
+            fn()
+    times = {label: [] for label, _ in impls}
     for _ in range(reps):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        for label, fn in impls:
+            start = time.perf_counter()
+            fn()
+            times[label].append(time.perf_counter() - start)
+    return {label: statistics.median(values) for label, values in times.items()}
 
 
 GPU_CASES = [
@@ -177,7 +181,7 @@ def run_cpu(args):
                  ("copy (ceiling)", lambda: dst.copy_(src))]
         if hwc_np is not None:
             impls.insert(1, ("opencv cvtColor", lambda: cv2.cvtColor(hwc_np, cv2.COLOR_RGB2GRAY, dst=gray_np)))
-        timings = {label: cpu_time(fn, args.reps, args.warmup) for label, fn in impls}
+        timings = cpu_times(impls, args.reps, args.warmup)
         copy_rate = traffic / timings["copy (ceiling)"] / 1e9
         for label, _ in impls:
             t = timings[label]

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #include <immintrin.h>
@@ -128,6 +129,30 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi,avx512vnni"))) void interleav
   for (; i < n; ++i) out[i] = gray(in[3 * i], in[3 * i + 1], in[3 * i + 2]);
 }
 
+// float32 planes, AVX2, with non-temporal stores: for images larger than the caches the output
+// is written around them, which saves reading every output line before writing it (a third of
+// the traffic of a write-allocate store). Same operations, same rounding as the scalar code.
+__attribute__((target("avx2"))) void planar_f32_streaming(const float* __restrict r, const float* __restrict g,
+                                                          const float* __restrict b, float* __restrict out,
+                                                          std::int64_t n) {
+  std::int64_t i = 0;
+  for (; i < n && (reinterpret_cast<std::uintptr_t>(out + i) & 31) != 0; ++i) out[i] = gray(r[i], g[i], b[i]);
+  const __m256 wr = _mm256_set1_ps(0.2989f), wg = _mm256_set1_ps(0.587f), wb = _mm256_set1_ps(0.114f);
+  for (; i + 8 <= n; i += 8) {
+    __m256 y = _mm256_mul_ps(wr, _mm256_loadu_ps(r + i));
+    y = _mm256_add_ps(y, _mm256_mul_ps(wg, _mm256_loadu_ps(g + i)));
+    y = _mm256_add_ps(y, _mm256_mul_ps(wb, _mm256_loadu_ps(b + i)));
+    _mm256_stream_ps(out + i, y);
+  }
+  for (; i < n; ++i) out[i] = gray(r[i], g[i], b[i]);
+  _mm_sfence();
+}
+
+bool has_avx2() {
+  static const bool supported = __builtin_cpu_supports("avx2");
+  return supported;
+}
+
 bool has_vbmi_vnni() {
   static const bool supported = __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512vnni");
   return supported;
@@ -157,7 +182,17 @@ struct Rows<std::uint8_t> {
 };
 IMG2GRAY_DISPATCH(c10::Half, f16)
 IMG2GRAY_DISPATCH(c10::BFloat16, bf16)
-IMG2GRAY_DISPATCH(float, f32)
+template <>
+struct Rows<float> {
+  static void planar(const float* r, const float* g, const float* b, float* out, std::int64_t n,
+                     bool streaming = false) {
+#if defined(IMG2GRAY_X86)
+    if (streaming && has_avx2()) return planar_f32_streaming(r, g, b, out, n);
+#endif
+    planar_f32(r, g, b, out, n);
+  }
+  static void interleaved(const float* in, float* out, std::int64_t n) { interleaved_f32(in, out, n); }
+};
 IMG2GRAY_DISPATCH(double, f64)
 
 template <typename T>
@@ -183,6 +218,8 @@ void convert(const RgbView& in, const GrayView& out) {
     const std::int64_t pixels = in.height * width;
     constexpr std::int64_t k_chunk = 1 << 15;
     const std::int64_t chunks_per_image = (pixels + k_chunk - 1) / k_chunk;
+    // Outputs beyond the last-level cache are written with non-temporal stores.
+    const bool streaming = in.batch * pixels * std::int64_t(sizeof(T)) >= (std::int64_t(16) << 20);
     at::parallel_for(0, in.batch * chunks_per_image, 1, [&](std::int64_t begin, std::int64_t end) {
       for (std::int64_t c = begin; c < end; ++c) {
         const std::int64_t image = c / chunks_per_image;
@@ -191,7 +228,10 @@ void convert(const RgbView& in, const GrayView& out) {
         T* o = dst + image * out.stride_b + first;
         if (planes_flat) {
           const T* r = src + image * in.stride_b + first;
-          Rows<T>::planar(r, r + in.stride_c, r + 2 * in.stride_c, o, count);
+          if constexpr (std::is_same_v<T, float>)
+            Rows<T>::planar(r, r + in.stride_c, r + 2 * in.stride_c, o, count, streaming);
+          else
+            Rows<T>::planar(r, r + in.stride_c, r + 2 * in.stride_c, o, count);
         } else {
           Rows<T>::interleaved(src + image * in.stride_b + 3 * first, o, count);
         }
