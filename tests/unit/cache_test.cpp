@@ -12,10 +12,26 @@ namespace {
 plan::Job compile_job(const std::string& kernel, const std::string& torch) {
   plan::Job job;
   job.kind = plan::JobKind::compile_cuda;
-  job.argv = {"/cuda/bin/nvcc", "-ccbin", "/usr/bin/g++", "-O3", "-DTORCH_EXTENSION_NAME=_k_cuda_abc",
-              "-I" + kernel + "/include", "-isystem", torch + "/include", "-ffile-prefix-map=" + kernel + "/=",
-              "-Xcompiler=-fPIC,-ffile-prefix-map=" + kernel + "/=", "-gencode", "arch=compute_90,code=sm_90",
-              "--threads", "8", "-MD", "-MF", kernel + "/.kbuild/x.d", "-c", kernel + "/k.cu", "-o",
+  job.argv = {"/cuda/bin/nvcc",
+              "-ccbin",
+              "/usr/bin/g++",
+              "-O3",
+              "-DTORCH_EXTENSION_NAME=_k_cuda_abc",
+              "-I" + kernel + "/include",
+              "-isystem",
+              torch + "/include",
+              "-ffile-prefix-map=" + kernel + "/=",
+              "-Xcompiler=-fPIC,-ffile-prefix-map=" + kernel + "/=",
+              "-gencode",
+              "arch=compute_90,code=sm_90",
+              "--threads",
+              "8",
+              "-MD",
+              "-MF",
+              kernel + "/.kbuild/x.d",
+              "-c",
+              kernel + "/k.cu",
+              "-o",
               kernel + "/.kbuild/k.o.tmp"};
   job.inputs = {kernel + "/k.cu"};
   job.outputs = {kernel + "/.kbuild/k.o"};

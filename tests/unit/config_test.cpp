@@ -162,7 +162,8 @@ TEST(BuildToml, ProjectFilesAreChecked) {
 TEST(BuildToml, LoadReportsMissingPackage) {
   fakes::MemFileSystem fs;
   fs.put("/k/build.toml", k_minimal);
-  for (const char* f : {"torch-ext/torch_binding.cpp", "gray/gray.cu", "gray/gray.h", "gray/gray.cpp"}) fs.put(std::string("/k/") + f, "");
+  for (const char* f : {"torch-ext/torch_binding.cpp", "gray/gray.cu", "gray/gray.h", "gray/gray.cpp"})
+    fs.put(std::string("/k/") + f, "");
   auto outcome = load_kernel_config(fs, "/k");
   EXPECT_FALSE(outcome.config);
   ASSERT_EQ(outcome.diagnostics.size(), 1u);

@@ -10,8 +10,9 @@ using namespace kbuild;
 using namespace kbuild::exec;
 
 TEST(Depfile, ParsesContinuationsEscapesAndSkipsTargets) {
-  auto deps = parse_depfile("obj/a.o: src/a.cpp /usr/include/x.h \\\n  /path/with\\ space.h $$dollar.h\n"
-                            "/usr/include/x.h:\n");
+  auto deps = parse_depfile(
+      "obj/a.o: src/a.cpp /usr/include/x.h \\\n  /path/with\\ space.h $$dollar.h\n"
+      "/usr/include/x.h:\n");
   ASSERT_TRUE(deps);
   EXPECT_EQ(*deps, (std::vector<std::string>{"src/a.cpp", "/usr/include/x.h", "/path/with space.h", "$dollar.h"}));
 }
@@ -71,7 +72,8 @@ struct ExecFixture : ::testing::Test {
   void add_compile(const std::string& name) {
     plan::Job job;
     job.id = "compile/" + name;
-    job.argv = {"g++", "-MD", "-MF", "/obj/" + name + ".d", "-c", "/src/" + name + ".cpp", "-o", "/obj/" + name + ".o.tmp"};
+    job.argv = {
+        "g++", "-MD", "-MF", "/obj/" + name + ".d", "-c", "/src/" + name + ".cpp", "-o", "/obj/" + name + ".o.tmp"};
     job.inputs = {"/src/" + name + ".cpp"};
     job.outputs = {"/obj/" + name + ".o"};
     job.temp_output = "/obj/" + name + ".o.tmp";

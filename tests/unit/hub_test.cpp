@@ -94,7 +94,8 @@ TEST(HubPlan, TagRules) {
   EXPECT_EQ(tag_major("v1.0.0"), 1);
   EXPECT_EQ(tag_major("v12.3.40"), 12);
   EXPECT_EQ(tag_major("v0.1.0"), 0);
-  for (const char* bad : {"1.0.0", "v1.0", "v1.0.0-rc1", "v01.0.0", "v1.0.0 ", "vx.y.z", ""}) EXPECT_FALSE(tag_major(bad)) << bad;
+  for (const char* bad : {"1.0.0", "v1.0", "v1.0.0-rc1", "v01.0.0", "v1.0.0 ", "vx.y.z", ""})
+    EXPECT_FALSE(tag_major(bad)) << bad;
 }
 
 TEST(HubPlan, NdjsonCommitPayload) {
@@ -177,7 +178,8 @@ TEST(HubClientTest, CreateRepoAcceptsExistingAndTreeFollowsPagination) {
   auto page1 = status(200, {{"Link", "<http://hub/api/kernels/org/k/tree/v1?recursive=true&cursor=2>; rel=\"next\""}});
   page1->body = R"([{"type":"file","path":"a","oid":"o1","size":1},{"type":"directory","path":"build","oid":"t"}])";
   auto page2 = status(200);
-  page2->body = R"([{"type":"file","path":"build/x.so","oid":"o2","size":5,"lfs":{"oid":"s2","size":5,"pointerSize":130}}])";
+  page2->body =
+      R"([{"type":"file","path":"build/x.so","oid":"o2","size":5,"lfs":{"oid":"s2","size":5,"pointerSize":130}}])";
   transport.answers = {page1, page2};
   auto tree = client.list_tree({"kernel", "org/k"}, "v1");
   ASSERT_TRUE(tree);
@@ -189,12 +191,16 @@ TEST(HubClientTest, CreateRepoAcceptsExistingAndTreeFollowsPagination) {
 TEST(HubClientTest, PreuploadReadsTheServersModes) {
   ScriptedTransport transport;
   auto answer = status(200);
-  answer->body = R"({"files":[{"path":"a.so","uploadMode":"lfs","shouldIgnore":false},{"path":"b.py","uploadMode":"regular","shouldIgnore":false}]})";
+  answer->body =
+      R"({"files":[{"path":"a.so","uploadMode":"lfs","shouldIgnore":false},{"path":"b.py","uploadMode":"regular","shouldIgnore":false}]})";
   transport.answers = {answer};
   HubClient client(transport, "http://hub", Token{"t", "HF_TOKEN"});
   auto dir = std::filesystem::temp_directory_path() / "kbuild-preupload-test";
   std::filesystem::create_directories(dir);
-  std::ofstream(dir / "a.so") << std::string("\x7f" "ELF\0\0", 6);
+  std::ofstream(dir / "a.so") << std::string(
+      "\x7f"
+      "ELF\0\0",
+      6);
   std::ofstream(dir / "b.py") << "print()\n";
   auto a = describe_file(dir / "a.so", "a.so");
   auto b = describe_file(dir / "b.py", "b.py");

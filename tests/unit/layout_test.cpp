@@ -131,7 +131,8 @@ TEST(Install, WritesTheVariantWithDigestAndReplacesOldContent) {
 
 TEST(Install, SelectsPythonFiles) {
   std::vector<std::string> files = {"__init__.py", "x.pyi", "conf/a.json", "README", "__pycache__/m.pyc"};
-  EXPECT_EQ(select_python_files(files, {"py", "pyi", "json"}, false), (std::vector<std::string>{"__init__.py", "conf/a.json"}));
+  EXPECT_EQ(select_python_files(files, {"py", "pyi", "json"}, false),
+            (std::vector<std::string>{"__init__.py", "conf/a.json"}));
   EXPECT_EQ(select_python_files(files, {"py", "pyi"}, true),
             (std::vector<std::string>{"__init__.py", "x.pyi", "conf/a.json", "README"}));
 }

@@ -9,8 +9,10 @@ using namespace kbuild::toolchain;
 namespace {
 LockFile sample() {
   LockFile lock;
-  lock.toolchains["torch-2.15"] = {{"torch", "2.15.0", "torch-2.15.0-cp312-cp312-manylinux_2_28_x86_64.whl", std::string(64, 'a')}};
-  lock.toolchains["cuda-13.2"] = {{"nvidia-cuda-nvcc", "13.2.86", "nvidia_cuda_nvcc-13.2.86-py3-none-any.whl", std::string(64, 'b')}};
+  lock.toolchains["torch-2.15"] = {
+      {"torch", "2.15.0", "torch-2.15.0-cp312-cp312-manylinux_2_28_x86_64.whl", std::string(64, 'a')}};
+  lock.toolchains["cuda-13.2"] = {
+      {"nvidia-cuda-nvcc", "13.2.86", "nvidia_cuda_nvcc-13.2.86-py3-none-any.whl", std::string(64, 'b')}};
   return lock;
 }
 }  // namespace

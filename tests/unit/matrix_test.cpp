@@ -10,10 +10,11 @@ using namespace kbuild::plan;
 namespace {
 
 config::KernelConfig kernel(const std::string& extra_torch = "", const std::string& extra_general = "") {
-  std::string text = "[general]\nname = \"kk\"\nversion = 1\nedition = 5\nlicense = \"MIT\"\nbackends = [\"cpu\", \"cuda\"]\n" +
-                     extra_general + "\n[torch]\nsrc = [\"b.cpp\"]\n" + extra_torch +
-                     "\n[kernel.a]\nbackend = \"cuda\"\ndepends = []\nsrc = [\"a.cu\"]\n"
-                     "\n[kernel.c]\nbackend = \"cpu\"\ndepends = []\nsrc = [\"c.cpp\"]\n";
+  std::string text =
+      "[general]\nname = \"kk\"\nversion = 1\nedition = 5\nlicense = \"MIT\"\nbackends = [\"cpu\", \"cuda\"]\n" +
+      extra_general + "\n[torch]\nsrc = [\"b.cpp\"]\n" + extra_torch +
+      "\n[kernel.a]\nbackend = \"cuda\"\ndepends = []\nsrc = [\"a.cu\"]\n"
+      "\n[kernel.c]\nbackend = \"cpu\"\ndepends = []\nsrc = [\"c.cpp\"]\n";
   auto outcome = config::parse_build_toml(text, "build.toml");
   EXPECT_TRUE(outcome.config) << config::format_diagnostics(outcome.diagnostics);
   return *outcome.config;
@@ -51,10 +52,10 @@ TEST(Matrix, ExpandsTorchTimesCudaAndCpuSortedByName) {
 
 TEST(Matrix, BuildTomlBoundsFilter) {
   std::vector<std::string> notes;
-  auto entries = expand_matrix(kernel("minver = \"2.12\"\n", "\n[general.cuda]\nmaxver = \"13.1\"\n"),
-                               spec({util::Version({2, 11}), util::Version({2, 15})},
-                                    {util::Version({13, 0}), util::Version({13, 2})}, false),
-                               &notes);
+  auto entries = expand_matrix(
+      kernel("minver = \"2.12\"\n", "\n[general.cuda]\nmaxver = \"13.1\"\n"),
+      spec({util::Version({2, 11}), util::Version({2, 15})}, {util::Version({13, 0}), util::Version({13, 2})}, false),
+      &notes);
   EXPECT_EQ(names(entries), "torch215-cxx11-cu130-x86_64-linux");
   EXPECT_EQ(notes.size(), 2u);
 }
@@ -62,14 +63,16 @@ TEST(Matrix, BuildTomlBoundsFilter) {
 TEST(Matrix, ComponentCudaMinverDropsOlderToolkits) {
   auto config = kernel();
   config.kernels[0].cuda_minver = util::Version({13, 2});
-  auto entries = expand_matrix(config, spec({util::Version({2, 15})}, {util::Version({13, 0}), util::Version({13, 2})}, false));
+  auto entries =
+      expand_matrix(config, spec({util::Version({2, 15})}, {util::Version({13, 0}), util::Version({13, 2})}, false));
   EXPECT_EQ(names(entries), "torch215-cxx11-cu132-x86_64-linux");
 }
 
 TEST(Matrix, BackendsWithoutComponentsAreNoarchOnce) {
   auto config = kernel();
   config.kernels.erase(config.kernels.begin());  // no CUDA component
-  auto entries = expand_matrix(config, spec({util::Version({2, 11}), util::Version({2, 15})}, {util::Version({13, 0})}));
+  auto entries =
+      expand_matrix(config, spec({util::Version({2, 11}), util::Version({2, 15})}, {util::Version({13, 0})}));
   EXPECT_EQ(names(entries), "torch-cuda torch211-cxx11-cpu-x86_64-linux torch215-cxx11-cpu-x86_64-linux");
 }
 
@@ -87,7 +90,8 @@ TEST(Matrix, FiltersAndSuggestions) {
 }
 
 TEST(KbuildToml, ParsesTheMatrix) {
-  auto outcome = parse_kbuild_toml("[matrix]\ntorch = [\"2.11\", \"2.15\"]\ncuda = [\"13.0\"]\ncpu = false\n", "kbuild.toml");
+  auto outcome =
+      parse_kbuild_toml("[matrix]\ntorch = [\"2.11\", \"2.15\"]\ncuda = [\"13.0\"]\ncpu = false\n", "kbuild.toml");
   ASSERT_TRUE(outcome.matrix);
   EXPECT_TRUE(outcome.diagnostics.empty());
   EXPECT_EQ(outcome.matrix->torch.size(), 2u);
@@ -96,9 +100,11 @@ TEST(KbuildToml, ParsesTheMatrix) {
 }
 
 TEST(KbuildToml, ReportsEveryProblem) {
-  auto outcome = parse_kbuild_toml("[matrix]\ntorch = [\"2\", \"2.15\"]\ncuda = \"13.0\"\ncpus = true\n[other]\n", "kbuild.toml");
+  auto outcome =
+      parse_kbuild_toml("[matrix]\ntorch = [\"2\", \"2.15\"]\ncuda = \"13.0\"\ncpus = true\n[other]\n", "kbuild.toml");
   std::string text = config::format_diagnostics(outcome.diagnostics);
-  EXPECT_NE(text.find("kbuild.toml:2:10: error: matrix.torch: expected a \"major.minor\" version"), std::string::npos) << text;
+  EXPECT_NE(text.find("kbuild.toml:2:10: error: matrix.torch: expected a \"major.minor\" version"), std::string::npos)
+      << text;
   EXPECT_NE(text.find("kbuild.toml:3:8: error: matrix.cuda must be an array"), std::string::npos) << text;
   EXPECT_NE(text.find("unknown key \"cpus\" in [matrix]"), std::string::npos) << text;
   EXPECT_NE(text.find("did you mean \"cpu\"?"), std::string::npos) << text;

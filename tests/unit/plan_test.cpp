@@ -185,9 +185,9 @@ TEST_F(PlanFixture, CompileConventions) {
   ASSERT_TRUE(graph);
   const Job* binding = find(*graph, "torch211-cxx11-cu130-x86_64-linux/compile/torch-ext/torch_binding.cpp");
   ASSERT_TRUE(binding);
-  for (const char* flag : {"-std=c++17", "-fno-gnu-unique", "-fPIC", "-DTORCH_EXTENSION_NAME=_img2gray_cuda_abc1234",
-                           "-DPy_LIMITED_API=0x03090000", "-D_GLIBCXX_USE_CXX11_ABI=1", "-DCUDA_KERNEL",
-                           "-I/k/.kbuild/generated"})
+  for (const char* flag :
+       {"-std=c++17", "-fno-gnu-unique", "-fPIC", "-DTORCH_EXTENSION_NAME=_img2gray_cuda_abc1234",
+        "-DPy_LIMITED_API=0x03090000", "-D_GLIBCXX_USE_CXX11_ABI=1", "-DCUDA_KERNEL", "-I/k/.kbuild/generated"})
     EXPECT_TRUE(has(binding->argv, flag)) << flag;
   EXPECT_EQ(binding->argv.front(), "/usr/bin/g++");
   EXPECT_EQ(binding->deps, std::vector<size_t>{0});  // waits for registration.h
@@ -241,6 +241,23 @@ TEST_F(PlanFixture, KeysChangeWithToolchainIdentity) {
   EXPECT_NE(first->jobs[1].key, second->jobs[1].key);
 }
 
+TEST_F(PlanFixture, NvccParallelismIsNotPartOfTheKey) {
+  auto four = request({config::Backend::cuda});
+  auto one = request({config::Backend::cuda});
+  one.nvcc_threads = 1;
+  auto first = plan_build(four);
+  auto second = plan_build(one);
+  ASSERT_TRUE(first && second);
+  size_t cuda_jobs = 0;
+  for (size_t i = 0; i < first->jobs.size(); ++i) {
+    if (first->jobs[i].kind != JobKind::compile_cuda) continue;
+    ++cuda_jobs;
+    EXPECT_NE(first->jobs[i].argv, second->jobs[i].argv);
+    EXPECT_EQ(first->jobs[i].key, second->jobs[i].key) << first->jobs[i].id;
+  }
+  EXPECT_GT(cuda_jobs, 0u);
+}
+
 TEST_F(PlanFixture, UnsupportedDependencyIsAnError) {
   config.kernels[1].depends.push_back("cutlass_3_8");
   auto graph = plan_build(request({config::Backend::cuda}));
@@ -265,6 +282,6 @@ TEST_F(PlanFixture, TorchFreeComponentsUseOneStandardForEveryTorchVersion) {
   auto graph = plan_build(request({config::Backend::cuda}));
   ASSERT_TRUE(graph);
   EXPECT_TRUE(has(find(*graph, "torch211-cxx11-cu130-x86_64-linux/compile/gray/gray.cu")->argv, "-std=c++20"));
-  EXPECT_TRUE(has(find(*graph, "torch211-cxx11-cu130-x86_64-linux/compile/torch-ext/torch_binding.cpp")->argv,
-                  "-std=c++17"));
+  EXPECT_TRUE(
+      has(find(*graph, "torch211-cxx11-cu130-x86_64-linux/compile/torch-ext/torch_binding.cpp")->argv, "-std=c++17"));
 }

@@ -17,9 +17,10 @@ TEST(Toolchain, ParsesNvccVersion) {
 
 TEST(Toolchain, ParsesTorchVersionPy) {
   TorchInstall torch;
-  ASSERT_TRUE(parse_torch_version_py("__version__ = '2.11.0+cu130'\ndebug = False\ncuda: Optional[str] = '13.0'\n"
-                                     "git_version = '70d99e9'\nhip: Optional[str] = None\n",
-                                     torch));
+  ASSERT_TRUE(
+      parse_torch_version_py("__version__ = '2.11.0+cu130'\ndebug = False\ncuda: Optional[str] = '13.0'\n"
+                             "git_version = '70d99e9'\nhip: Optional[str] = None\n",
+                             torch));
   EXPECT_EQ(torch.version.str(), "2.11.0");
   EXPECT_EQ(torch.cuda->str(), "13.0");
   EXPECT_EQ(torch.git_version, "70d99e9");
@@ -32,7 +33,9 @@ TEST(Toolchain, ReadsATorchInstallation) {
   fakes::MemFileSystem fs;
   fs.put("/t/version.py", "__version__ = '2.11.0'\ncuda = '13.0'\ngit_version = 'abc'\n");
   fs.put("/t/include/torch/library.h", "");
-  fs.put("/t/lib/libc10.so", std::string("\x7f" "ELF...") + "_ZNKSt7__cxx1112basic_string");
+  fs.put("/t/lib/libc10.so", std::string("\x7f"
+                                         "ELF...") +
+                                 "_ZNKSt7__cxx1112basic_string");
   auto torch = read_torch_install(fs, "/t");
   ASSERT_TRUE(torch) << torch.error().message;
   EXPECT_TRUE(torch->cxx11_abi);

@@ -64,17 +64,17 @@ inline T gray(T r, T g, T b) {
 #endif
 
 template <typename T, int kPixelStride>
-inline __attribute__((always_inline)) void row_body(const T* __restrict r, const T* __restrict g,
-                                                    const T* __restrict b, T* __restrict out, std::int64_t n) {
+inline __attribute__((always_inline)) void row_body(const T* __restrict r, const T* __restrict g, const T* __restrict b,
+                                                    T* __restrict out, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) out[i] = gray(r[i * kPixelStride], g[i * kPixelStride], b[i * kPixelStride]);
 }
 
-#define IMG2GRAY_ROWS(T, NAME)                                                                          \
-  IMG2GRAY_CLONES void planar_##NAME(const T* r, const T* g, const T* b, T* out, std::int64_t n) {     \
-    row_body<T, 1>(r, g, b, out, n);                                                                  \
-  }                                                                                                   \
-  IMG2GRAY_CLONES void interleaved_##NAME(const T* in, T* out, std::int64_t n) {                       \
-    row_body<T, 3>(in, in + 1, in + 2, out, n);                                                       \
+#define IMG2GRAY_ROWS(T, NAME)                                                                     \
+  IMG2GRAY_CLONES void planar_##NAME(const T* r, const T* g, const T* b, T* out, std::int64_t n) { \
+    row_body<T, 1>(r, g, b, out, n);                                                               \
+  }                                                                                                \
+  IMG2GRAY_CLONES void interleaved_##NAME(const T* in, T* out, std::int64_t n) {                   \
+    row_body<T, 3>(in, in + 1, in + 2, out, n);                                                    \
   }
 
 IMG2GRAY_ROWS(std::uint8_t, u8)
@@ -161,11 +161,11 @@ bool has_vbmi_vnni() {
 
 template <typename T>
 struct Rows;
-#define IMG2GRAY_DISPATCH(T, NAME)                                                                             \
-  template <>                                                                                                  \
-  struct Rows<T> {                                                                                             \
+#define IMG2GRAY_DISPATCH(T, NAME)                                                                                     \
+  template <>                                                                                                          \
+  struct Rows<T> {                                                                                                     \
     static void planar(const T* r, const T* g, const T* b, T* out, std::int64_t n) { planar_##NAME(r, g, b, out, n); } \
-    static void interleaved(const T* in, T* out, std::int64_t n) { interleaved_##NAME(in, out, n); }         \
+    static void interleaved(const T* in, T* out, std::int64_t n) { interleaved_##NAME(in, out, n); }                   \
   };
 template <>
 struct Rows<std::uint8_t> {
@@ -260,11 +260,16 @@ void convert(const RgbView& in, const GrayView& out) {
 void rgb_to_gray_cpu(DType dtype, const RgbView& in, const GrayView& out) {
   if (in.batch == 0 || in.height == 0 || in.width == 0) return;
   switch (dtype) {
-    case DType::uint8: return convert<std::uint8_t>(in, out);
-    case DType::float16: return convert<c10::Half>(in, out);
-    case DType::bfloat16: return convert<c10::BFloat16>(in, out);
-    case DType::float32: return convert<float>(in, out);
-    case DType::float64: return convert<double>(in, out);
+    case DType::uint8:
+      return convert<std::uint8_t>(in, out);
+    case DType::float16:
+      return convert<c10::Half>(in, out);
+    case DType::bfloat16:
+      return convert<c10::BFloat16>(in, out);
+    case DType::float32:
+      return convert<float>(in, out);
+    case DType::float64:
+      return convert<double>(in, out);
   }
 }
 

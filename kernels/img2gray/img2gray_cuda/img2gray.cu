@@ -172,7 +172,8 @@ const char* launch(const RgbView& in, const GrayView& out, cudaStream_t stream) 
       const unsigned images = static_cast<unsigned>(in.batch - first < k_max_grid_y ? in.batch - first : k_max_grid_y);
       dim3 grid(grid_x, images);
       if (planar)
-        planar_kernel<T><<<grid, k_threads, 0, stream>>>(src, in.stride_b, in.stride_c, dst, out.stride_b, pixels, first);
+        planar_kernel<T>
+            <<<grid, k_threads, 0, stream>>>(src, in.stride_b, in.stride_c, dst, out.stride_b, pixels, first);
       else
         interleaved_kernel<T><<<grid, k_threads, 0, stream>>>(src, in.stride_b, dst, out.stride_b, pixels, first);
     }
@@ -196,11 +197,16 @@ const char* rgb_to_gray_cuda(DType dtype, const RgbView& in, const GrayView& out
   if (in.batch == 0 || in.height == 0 || in.width == 0) return nullptr;
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   switch (dtype) {
-    case DType::uint8: return launch<std::uint8_t>(in, out, s);
-    case DType::float16: return launch<__half>(in, out, s);
-    case DType::bfloat16: return launch<__nv_bfloat16>(in, out, s);
-    case DType::float32: return launch<float>(in, out, s);
-    case DType::float64: return launch<double>(in, out, s);
+    case DType::uint8:
+      return launch<std::uint8_t>(in, out, s);
+    case DType::float16:
+      return launch<__half>(in, out, s);
+    case DType::bfloat16:
+      return launch<__nv_bfloat16>(in, out, s);
+    case DType::float32:
+      return launch<float>(in, out, s);
+    case DType::float64:
+      return launch<double>(in, out, s);
   }
   return "unsupported dtype";
 }

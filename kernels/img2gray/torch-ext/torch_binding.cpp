@@ -30,11 +30,16 @@ namespace {
 
 rgb2gray::DType dtype_of(const Tensor& t) {
   switch (t.scalar_type()) {
-    case ScalarType::Byte: return rgb2gray::DType::uint8;
-    case ScalarType::Half: return rgb2gray::DType::float16;
-    case ScalarType::BFloat16: return rgb2gray::DType::bfloat16;
-    case ScalarType::Float: return rgb2gray::DType::float32;
-    case ScalarType::Double: return rgb2gray::DType::float64;
+    case ScalarType::Byte:
+      return rgb2gray::DType::uint8;
+    case ScalarType::Half:
+      return rgb2gray::DType::float16;
+    case ScalarType::BFloat16:
+      return rgb2gray::DType::bfloat16;
+    case ScalarType::Float:
+      return rgb2gray::DType::float32;
+    case ScalarType::Double:
+      return rgb2gray::DType::float64;
     default:
       STD_TORCH_CHECK(false, "img2gray: unsupported dtype ", torch::headeronly::toString(t.scalar_type()),
                       "; expected uint8, float16, bfloat16, float32 or float64");
@@ -101,7 +106,8 @@ void for_each_batch(const Tensor& image, const Tensor& out, int64_t first_dim, V
   const int64_t element = int64_t(image.element_size());
   for (int64_t i = 0; i < image.size(first_dim); ++i)
     for_each_batch(image, out, first_dim + 1,
-                   {base.in + i * image.stride(first_dim) * element, base.out + i * out.stride(first_dim) * element}, f);
+                   {base.in + i * image.stride(first_dim) * element, base.out + i * out.stride(first_dim) * element},
+                   f);
 }
 
 void run(const Tensor& image, const Tensor& out) {
@@ -110,8 +116,14 @@ void run(const Tensor& image, const Tensor& out) {
   const int64_t n = image.dim();
   Views base{static_cast<const char*>(image.data_ptr()), static_cast<char*>(out.data_ptr())};
   for_each_batch(image, out, 0, base, [&](Views views, int64_t batch, int64_t in_stride_b, int64_t out_stride_b) {
-    rgb2gray::RgbView rgb{views.in, batch, image.size(n - 2), image.size(n - 1), in_stride_b, image.stride(n - 3),
-                          image.stride(n - 2), image.stride(n - 1)};
+    rgb2gray::RgbView rgb{views.in,
+                          batch,
+                          image.size(n - 2),
+                          image.size(n - 1),
+                          in_stride_b,
+                          image.stride(n - 3),
+                          image.stride(n - 2),
+                          image.stride(n - 1)};
     rgb2gray::GrayView gray{views.out, out_stride_b, out.stride(n - 2), out.stride(n - 1)};
     if (image.is_cpu()) {
       rgb2gray::rgb_to_gray_cpu(dtype, rgb, gray);

@@ -55,7 +55,8 @@ Result<std::string> CompileCache::content_sha256(const std::string& path) {
   util::FileStat st = m_fs.stat(path);
   if (!st.is_file) return fail("missing " + path);
   auto it = m_hashes.find(path);
-  if (it != m_hashes.end() && it->second.mtime_ns == st.mtime_ns && it->second.size == st.size) return it->second.sha256;
+  if (it != m_hashes.end() && it->second.mtime_ns == st.mtime_ns && it->second.size == st.size)
+    return it->second.sha256;
   KB_TRY_ASSIGN(std::string content, m_fs.read_file(path));
   std::string sha = util::sha256_hex(content);
   m_hashes[path] = {st.mtime_ns, st.size, sha};

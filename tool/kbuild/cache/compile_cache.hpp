@@ -55,7 +55,8 @@ class CompileCache final : public exec::JobCache {
   /// Reads the stats file and sizes the objects directory.
   static Result<CacheSummary> summarize(const util::FileSystem& fs, const std::filesystem::path& dir);
   /// Removes objects until their total is at most `target_bytes`, oldest first; returns bytes freed.
-  static Result<std::uint64_t> evict(util::FileSystem& fs, const std::filesystem::path& dir, std::uint64_t target_bytes);
+  static Result<std::uint64_t> evict(util::FileSystem& fs, const std::filesystem::path& dir,
+                                     std::uint64_t target_bytes);
 
  private:
   Result<std::string> content_sha256(const std::string& path);

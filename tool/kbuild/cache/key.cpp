@@ -67,7 +67,8 @@ std::string manifest_key(const plan::Job& job, const std::string& source_sha256)
   return hasher.finish_hex();
 }
 
-std::string result_key(const std::string& manifest_key, std::vector<std::pair<std::string, std::string>> prerequisites) {
+std::string result_key(const std::string& manifest_key,
+                       std::vector<std::pair<std::string, std::string>> prerequisites) {
   std::sort(prerequisites.begin(), prerequisites.end());
   util::Hasher hasher;
   hasher.field(manifest_key);

@@ -12,16 +12,17 @@
 
 namespace kbuild::cli {
 
-Result<config::KernelConfig> load_config_reporting(const util::FileSystem& fs, const std::filesystem::path& kernel_dir) {
+Result<config::KernelConfig> load_config_reporting(const util::FileSystem& fs,
+                                                   const std::filesystem::path& kernel_dir) {
   auto outcome = config::load_kernel_config(fs, kernel_dir);
   std::string text = config::format_diagnostics(outcome.diagnostics);
   if (!text.empty()) fmt::print(stderr, "{}", text);
   if (!outcome.config) {
     size_t errors = 0;
     for (const auto& d : outcome.diagnostics) errors += d.severity == config::Severity::error;
-    return fail(fmt::format("{} is invalid ({} error{})", (kernel_dir / "build.toml").string(), errors,
-                            errors == 1 ? "" : "s"),
-                "fix the problems listed above; nothing was built", ExitCode::usage);
+    return fail(
+        fmt::format("{} is invalid ({} error{})", (kernel_dir / "build.toml").string(), errors, errors == 1 ? "" : "s"),
+        "fix the problems listed above; nothing was built", ExitCode::usage);
   }
   return *outcome.config;
 }

@@ -9,8 +9,8 @@
 
 #include "kbuild/cache/compile_cache.hpp"
 #include "kbuild/cli/build_session.hpp"
-#include "kbuild/cli/matrix_session.hpp"
 #include "kbuild/cli/command.hpp"
+#include "kbuild/cli/matrix_session.hpp"
 #include "kbuild/exec/executor.hpp"
 #include "kbuild/exec/interrupt.hpp"
 #include "kbuild/plan/planner.hpp"
@@ -54,13 +54,15 @@ Result<std::vector<plan::VariantBuild>> local_variants(const config::KernelConfi
     bool listed = backend && std::find(config.general.backends.begin(), config.general.backends.end(), *backend) !=
                                  config.general.backends.end();
     if (!listed)
-      return fail("--backend " + name + " is not one of the kernel's backends (" +
-                      [&] {
-                        std::vector<std::string> names;
-                        for (auto b : config.general.backends) names.push_back(config::to_string(b));
-                        return util::join(names, ", ");
-                      }() + ")",
-                  "", ExitCode::usage);
+      return fail(
+          "--backend " + name + " is not one of the kernel's backends (" +
+              [&] {
+                std::vector<std::string> names;
+                for (auto b : config.general.backends) names.push_back(config::to_string(b));
+                return util::join(names, ", ");
+              }() +
+              ")",
+          "", ExitCode::usage);
   }
   for (config::Backend backend : config.general.backends) {
     std::string name = config::to_string(backend);
@@ -95,21 +97,24 @@ Result<std::vector<plan::VariantBuild>> local_variants(const config::KernelConfi
                                 tc.cuda->version.major_minor()),
                     "use a CUDA toolkit of the same major version as torch (CUDA_HOME)", ExitCode::toolchain);
       if (tc.cuda->version.minor() > tc.torch.cuda->minor())
-        reporter.warning(fmt::format("nvcc is CUDA {} but Torch was built with CUDA {}: the kernels loader will "
-                                     "not pick a cu{} variant for this Torch",
-                                     tc.cuda->version.major_minor(), tc.torch.cuda->major_minor(),
-                                     plan::flatten_version(tc.cuda->version)));
+        reporter.warning(fmt::format(
+            "nvcc is CUDA {} but Torch was built with CUDA {}: the kernels loader will "
+            "not pick a cu{} variant for this Torch",
+            tc.cuda->version.major_minor(), tc.torch.cuda->major_minor(), plan::flatten_version(tc.cuda->version)));
       variant.cuda = util::Version({tc.cuda->version.major(), tc.cuda->version.minor()});
     } else if (backend != config::Backend::cpu) {
       reporter.warning("kbuild does not build " + name + " variants; skipping the " + name + " backend");
       continue;
     }
     if (config.torch.minver && tc.torch.version < *config.torch.minver)
-      return fail(fmt::format("Torch {} is older than torch.minver {}", tc.torch.version.str(), config.torch.minver->str()),
-                  "use a newer torch (--python)", ExitCode::toolchain);
-    if (config.torch.maxver && util::Version({tc.torch.version.major(), tc.torch.version.minor()}) > *config.torch.maxver)
-      return fail(fmt::format("Torch {} is newer than torch.maxver {}", tc.torch.version.str(), config.torch.maxver->str()),
-                  "use an older torch (--python)", ExitCode::toolchain);
+      return fail(
+          fmt::format("Torch {} is older than torch.minver {}", tc.torch.version.str(), config.torch.minver->str()),
+          "use a newer torch (--python)", ExitCode::toolchain);
+    if (config.torch.maxver &&
+        util::Version({tc.torch.version.major(), tc.torch.version.minor()}) > *config.torch.maxver)
+      return fail(
+          fmt::format("Torch {} is newer than torch.maxver {}", tc.torch.version.str(), config.torch.maxver->str()),
+          "use an older torch (--python)", ExitCode::toolchain);
     builds.push_back({variant, &tc});
   }
   if (builds.empty())
@@ -125,8 +130,10 @@ std::string toolchains_record(const std::vector<plan::VariantBuild>& builds) {
   for (const auto& build : builds) {
     if (!build.toolchain) continue;
     const auto& tc = *build.toolchain;
-    nlohmann::ordered_json entry = {{"torch", tc.torch.version_string}, {"torch-origin", tc.torch.origin},
-                                    {"cxx", tc.cxx.cxx.string() + " " + tc.cxx.version}, {"python-headers", tc.python.version}};
+    nlohmann::ordered_json entry = {{"torch", tc.torch.version_string},
+                                    {"torch-origin", tc.torch.origin},
+                                    {"cxx", tc.cxx.cxx.string() + " " + tc.cxx.version},
+                                    {"python-headers", tc.python.version}};
     if (tc.cuda) {
       entry["cuda"] = tc.cuda->version.str();
       entry["cuda-origin"] = tc.cuda->origin + ":" + tc.cuda->root.string();
@@ -256,13 +263,13 @@ void register_build(CLI::App& app, CommandAction& action) {
   cmd->add_flag("-q,--quiet", options->quiet, "Only print errors");
   cmd->add_flag("-k,--keep-going", options->keep_going, "Keep building what does not depend on a failed job");
   cmd->add_flag("--explain", options->explain, "Say why each job is rebuilt");
-  cmd->add_option("--python", options->python,
-                  "Python interpreter whose torch is used (default: python3 on PATH)");
+  cmd->add_option("--python", options->python, "Python interpreter whose torch is used (default: python3 on PATH)");
   cmd->add_option("--backend", options->backends, "Only build these backends (cpu, cuda); repeatable");
   cmd->add_option("--unique-id", options->unique_id, "Ops id suffix (default: from the git tree of the kernel)");
   cmd->add_option("--launcher", options->launcher,
                   "Compiler launcher prepended to compile commands, e.g. ccache or sccache");
-  cmd->add_flag("--matrix", options->matrix, "Build every variant of the kernel's matrix (kbuild.toml or kbuild's table)");
+  cmd->add_flag("--matrix", options->matrix,
+                "Build every variant of the kernel's matrix (kbuild.toml or kbuild's table)");
   cmd->add_option("--variant", options->filter.variants, "Only this variant of the matrix (repeatable)");
   cmd->add_option("--torch", options->filter.torch, "Only these Torch versions of the matrix, e.g. 2.15 (repeatable)");
   cmd->add_option("--cuda", options->filter.cuda, "Only these CUDA versions of the matrix, or cpu (repeatable)");

@@ -24,7 +24,8 @@ Result<ExitCode> run_stats(Services& services) {
   fmt::print("cache directory   {}\n", dir.string());
   fmt::print("objects           {} ({} of {} cap)\n", summary.entries, human(summary.bytes),
              human(cache::default_max_cache_bytes()));
-  fmt::print("hits / misses     {} / {} ({:.0f}% hit rate)\n", c.hits, c.misses, lookups ? 100.0 * c.hits / lookups : 0.0);
+  fmt::print("hits / misses     {} / {} ({:.0f}% hit rate)\n", c.hits, c.misses,
+             lookups ? 100.0 * c.hits / lookups : 0.0);
   fmt::print("stores            {}\n", c.stores);
   fmt::print("errors            {}\n", c.errors);
   return ExitCode::ok;
@@ -52,9 +53,8 @@ void register_cache(CLI::App& app, CommandAction& action) {
   auto toolchains = std::make_shared<bool>(false);
   CLI::App* clean = group->add_subcommand("clean", "Remove every cached object (and with --toolchains the toolchains)");
   clean->add_flag("--toolchains", *toolchains, "Also remove downloaded and unpacked toolchains");
-  clean->callback([toolchains, &action] {
-    action = [toolchains](Services& s) { return run_clean_cache(*toolchains, s); };
-  });
+  clean->callback(
+      [toolchains, &action] { action = [toolchains](Services& s) { return run_clean_cache(*toolchains, s); }; });
 }
 
 }  // namespace kbuild::cli

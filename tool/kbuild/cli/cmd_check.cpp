@@ -36,7 +36,8 @@ Result<ExitCode> run_check(const CheckOptions& options, Services& services) {
     auto& entry = report[variant.filename().string()] = nlohmann::ordered_json::array();
     for (const auto& issue : issues) {
       (issue.error ? errors : warnings)++;
-      entry.push_back({{"severity", issue.error ? "error" : "warning"}, {"where", issue.where}, {"message", issue.message}});
+      entry.push_back(
+          {{"severity", issue.error ? "error" : "warning"}, {"where", issue.where}, {"message", issue.message}});
       if (!options.json) fmt::print("{}: {}: {}\n", issue.where, issue.error ? "error" : "warning", issue.message);
     }
     if (!options.json && issues.empty()) fmt::print("{}: ok\n", variant.filename().string());

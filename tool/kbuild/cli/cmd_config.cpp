@@ -37,12 +37,15 @@ nlohmann::ordered_json to_json(const config::KernelConfig& c, const util::Versio
   j["framework"] = c.framework == config::Framework::torch          ? "torch"
                    : c.framework == config::Framework::torch_noarch ? "torch-noarch"
                                                                     : "tvm-ffi";
-  j["torch"] = {{"src", c.torch.src}, {"include", c.torch.include}, {"pyext", c.torch.pyext},
-                {"minver", versions(c.torch.minver)}, {"maxver", versions(c.torch.maxver)}};
+  j["torch"] = {{"src", c.torch.src},
+                {"include", c.torch.include},
+                {"pyext", c.torch.pyext},
+                {"minver", versions(c.torch.minver)},
+                {"maxver", versions(c.torch.maxver)}};
   j["kernels"] = ordered_json::array();
   for (const auto& k : c.kernels) {
-    ordered_json component = {{"name", k.name}, {"backend", config::to_string(k.backend)}, {"src", k.src},
-                              {"depends", k.depends}};
+    ordered_json component = {
+        {"name", k.name}, {"backend", config::to_string(k.backend)}, {"src", k.src}, {"depends", k.depends}};
     if (k.backend == config::Backend::cuda)
       component["effective-cuda-capabilities"] = plan::effective_cuda_capabilities(k.cuda_capabilities, cuda);
     j["kernels"].push_back(component);

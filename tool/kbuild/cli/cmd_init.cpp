@@ -17,7 +17,8 @@ struct InitOptions {
 };
 
 std::string replace_all(std::string text, const std::string& from, const std::string& to) {
-  for (size_t pos = 0; (pos = text.find(from, pos)) != std::string::npos; pos += to.size()) text.replace(pos, from.size(), to);
+  for (size_t pos = 0; (pos = text.find(from, pos)) != std::string::npos; pos += to.size())
+    text.replace(pos, from.size(), to);
   return text;
 }
 
@@ -30,8 +31,8 @@ Result<ExitCode> run_init(const InitOptions& options, Services& services) {
   if (auto st = services.fs.stat(target); st.exists) {
     auto entries = services.fs.list_dir(target);
     if (!st.is_dir || !entries || !entries->empty())
-      return fail(target.string() + " already exists and is not empty; nothing was written",
-                  "choose another directory", ExitCode::usage);
+      return fail(target.string() + " already exists and is not empty; nothing was written", "choose another directory",
+                  ExitCode::usage);
   }
   std::map<std::string, std::string> vars = {
       {"NAME", options.name},

@@ -88,8 +88,10 @@ Result<ExitCode> run_publish(const PublishCliOptions& options, Services& service
     if (outcome.pull_request_url) j["pull_request_url"] = *outcome.pull_request_url;
     j["plan"] = nlohmann::ordered_json::array();
     for (const auto& planned : outcome.plans) {
-      nlohmann::ordered_json p = {{"branch", planned.branch}, {"add", nlohmann::ordered_json::array()},
-                                  {"delete", planned.plan.deletes}, {"unchanged", planned.plan.unchanged.size()}};
+      nlohmann::ordered_json p = {{"branch", planned.branch},
+                                  {"add", nlohmann::ordered_json::array()},
+                                  {"delete", planned.plan.deletes},
+                                  {"unchanged", planned.plan.unchanged.size()}};
       for (const auto& file : planned.plan.adds) p["add"].push_back({{"path", file.path}, {"size", file.size}});
       j["plan"].push_back(p);
     }
@@ -117,13 +119,16 @@ Result<ExitCode> run_publish(const PublishCliOptions& options, Services& service
 
 void register_publish(CLI::App& app, CommandAction& action) {
   auto options = std::make_shared<PublishCliOptions>();
-  CLI::App* cmd = app.add_subcommand("publish", "Upload build/ to a kernel repository on the Hub (branch vN, tag vN.x.y)");
-  cmd->add_option("kernel_dir", options->kernel_dir, "Kernel directory (contains build.toml and build/)")->capture_default_str();
+  CLI::App* cmd =
+      app.add_subcommand("publish", "Upload build/ to a kernel repository on the Hub (branch vN, tag vN.x.y)");
+  cmd->add_option("kernel_dir", options->kernel_dir, "Kernel directory (contains build.toml and build/)")
+      ->capture_default_str();
   cmd->add_option("--tag", options->tag, "Release tag vMAJOR.MINOR.PATCH; MAJOR must be general.version")->required();
   cmd->add_option("--repo-id", options->repo_id, "Repository (default: [general.hub] repo-id)");
   cmd->add_option("--endpoint", options->endpoint, "Hub URL (default: $HF_ENDPOINT or https://huggingface.co)");
   cmd->add_flag("--private", options->private_repo, "Create the repository as private");
-  cmd->add_flag("--create-pr", options->create_pr, "Open a pull request against the version branch instead of committing");
+  cmd->add_flag("--create-pr", options->create_pr,
+                "Open a pull request against the version branch instead of committing");
   cmd->add_flag("--dry-run", options->dry_run, "Only print the plan: files to add and delete per branch");
   cmd->add_flag("--force", options->force, "Move an existing tag");
   cmd->add_flag("--json", options->json, "Print the outcome as JSON");

@@ -36,20 +36,22 @@ Result<ExitCode> run_variants(const VariantsOptions& options, Services& services
     const auto& v = entry.variant;
     bool noarch = v.kind == plan::Variant::Kind::noarch;
     std::string compute = v.backend == config::Backend::cuda && v.cuda ? "cu" + plan::flatten_version(*v.cuda)
-                                                                        : config::to_string(v.backend);
+                                                                       : config::to_string(v.backend);
     bool present = toolchains_present(entry, session.lock, cache_dir, system_cuda, user_cuda, services.fs);
-    nlohmann::ordered_json item = {{"name", v.name()},
-                                   {"torch", noarch ? nlohmann::ordered_json() : nlohmann::ordered_json(entry.torch.major_minor())},
-                                   {"backend", config::to_string(v.backend)},
-                                   {"compute", noarch ? "noarch" : compute},
-                                   {"cuda", entry.cuda ? nlohmann::ordered_json(entry.cuda->major_minor()) : nlohmann::ordered_json()},
-                                   {"toolchain", present ? "present" : "fetch"}};
+    nlohmann::ordered_json item = {
+        {"name", v.name()},
+        {"torch", noarch ? nlohmann::ordered_json() : nlohmann::ordered_json(entry.torch.major_minor())},
+        {"backend", config::to_string(v.backend)},
+        {"compute", noarch ? "noarch" : compute},
+        {"cuda", entry.cuda ? nlohmann::ordered_json(entry.cuda->major_minor()) : nlohmann::ordered_json()},
+        {"toolchain", present ? "present" : "fetch"}};
     list.push_back(item);
   }
   if (options.json) {
-    fmt::print("{}\n", nlohmann::ordered_json{{"kernel", config.general.name}, {"matrix", session.spec.origin},
-                                              {"variants", list}}
-                           .dump(2));
+    fmt::print(
+        "{}\n",
+        nlohmann::ordered_json{{"kernel", config.general.name}, {"matrix", session.spec.origin}, {"variants", list}}
+            .dump(2));
     return ExitCode::ok;
   }
   fmt::print("{} variants of {} (matrix: {})\n", list.size(), config.general.name, session.spec.origin);
@@ -65,7 +67,8 @@ Result<ExitCode> run_variants(const VariantsOptions& options, Services& services
 
 void register_variants(CLI::App& app, CommandAction& action) {
   auto options = std::make_shared<VariantsOptions>();
-  CLI::App* cmd = app.add_subcommand("variants", "List the kernel's build matrix (for humans, or --json for CI fan-out)");
+  CLI::App* cmd =
+      app.add_subcommand("variants", "List the kernel's build matrix (for humans, or --json for CI fan-out)");
   cmd->add_option("kernel_dir", options->kernel_dir, "Kernel directory (contains build.toml)")->capture_default_str();
   cmd->add_flag("--json", options->json, "Print JSON: name, torch, backend, compute, cuda, toolchain (present|fetch)");
   cmd->add_option("--variant", options->filter.variants, "Only this variant (repeatable)");

@@ -23,7 +23,8 @@ Result<ExitCode> run_whoami(const WhoamiOptions& options, Services& services) {
 
 void register_whoami(CLI::App& app, CommandAction& action) {
   auto options = std::make_shared<WhoamiOptions>();
-  CLI::App* cmd = app.add_subcommand("whoami", "Show the Hub account of the token (HF_TOKEN or the huggingface-cli token file)");
+  CLI::App* cmd =
+      app.add_subcommand("whoami", "Show the Hub account of the token (HF_TOKEN or the huggingface-cli token file)");
   cmd->add_option("--endpoint", options->endpoint, "Hub URL (default: $HF_ENDPOINT or https://huggingface.co)");
   cmd->add_flag("-v,--verbose", options->verbose, "Print every request (the token is never printed)");
   cmd->callback([options, &action] { action = [options](Services& s) { return run_whoami(*options, s); }; });

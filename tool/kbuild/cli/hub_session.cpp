@@ -13,8 +13,9 @@ HubSession open_hub(const util::FileSystem& fs, const std::optional<std::string>
   session.transport = std::make_unique<hub::CurlTransport>();
   hub::HubClient::Logger logger;
   if (verbose) logger = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
-  session.client = std::make_unique<hub::HubClient>(*session.transport, hub::resolve_endpoint(endpoint, env), session.token,
-                                                    hub::RetryPolicy{}, hub::HubClient::Sleeper{}, logger);
+  session.client =
+      std::make_unique<hub::HubClient>(*session.transport, hub::resolve_endpoint(endpoint, env), session.token,
+                                       hub::RetryPolicy{}, hub::HubClient::Sleeper{}, logger);
   return session;
 }
 

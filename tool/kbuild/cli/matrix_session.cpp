@@ -46,8 +46,8 @@ Result<std::map<std::string, std::filesystem::path>> parse_cuda_toolkits(const s
     size_t eq = option.find('=');
     auto version = eq == std::string::npos ? std::nullopt : util::Version::parse(option.substr(0, eq));
     if (!version || version->components().size() != 2)
-      return fail("--cuda-toolkit " + option + ": expected MAJOR.MINOR=PATH", "e.g. --cuda-toolkit 12.6=/usr/local/cuda-12.6",
-                  ExitCode::usage);
+      return fail("--cuda-toolkit " + option + ": expected MAJOR.MINOR=PATH",
+                  "e.g. --cuda-toolkit 12.6=/usr/local/cuda-12.6", ExitCode::usage);
     out[version->major_minor()] = option.substr(eq + 1);
   }
   return out;
@@ -102,7 +102,8 @@ bool toolchains_present(const plan::MatrixEntry& entry, const toolchain::LockFil
   const auto* torch = lock.find(toolchain::toolchain_name("torch", entry.torch.major_minor()));
   if (!torch) return false;
   const auto& wheel = torch->front();
-  if (!fs.stat(cache_dir / "toolchains" / ("torch-" + wheel.version + "-" + wheel.sha256.substr(0, 12)) / ".complete").is_file)
+  if (!fs.stat(cache_dir / "toolchains" / ("torch-" + wheel.version + "-" + wheel.sha256.substr(0, 12)) / ".complete")
+           .is_file)
     return false;
   if (!entry.cuda) return true;
   std::string version = entry.cuda->major_minor();
@@ -112,8 +113,9 @@ bool toolchains_present(const plan::MatrixEntry& entry, const toolchain::LockFil
   if (!cuda) return false;
   std::string combined;
   for (const auto& a : *cuda) combined += a.sha256;
-  return fs.stat(cache_dir / "toolchains" / ("cuda-" + cuda->front().version + "-" + util::sha256_hex(combined).substr(0, 12)) /
-                 ".complete")
+  return fs
+      .stat(cache_dir / "toolchains" /
+            ("cuda-" + cuda->front().version + "-" + util::sha256_hex(combined).substr(0, 12)) / ".complete")
       .is_file;
 }
 

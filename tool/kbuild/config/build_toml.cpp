@@ -15,13 +15,12 @@ bool is_valid_kernel_name(std::string_view name) {
   if (!(name.front() >= 'a' && name.front() <= 'z')) return false;
   char last = name.back();
   if (!((last >= 'a' && last <= 'z') || (last >= '0' && last <= '9'))) return false;
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
-  });
+  return std::all_of(name.begin(), name.end(),
+                     [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; });
 }
 
 bool is_valid_git_url(std::string_view url) {
-  static const char* k_schemes[] = {"https://", "http://", "git://", "ssh://",
+  static const char* k_schemes[] = {"https://",   "http://",      "git://",     "ssh://",
                                     "git+ssh://", "git+https://", "git+http://"};
   for (const char* scheme : k_schemes) {
     std::string_view s(scheme);
@@ -41,9 +40,9 @@ bool is_valid_cuda_capability(std::string_view capability) {
 
 namespace {
 
-const std::vector<std::string> k_kernel_dependencies = {
-    "cutlass_2_10", "cutlass_3_5", "cutlass_3_6", "cutlass_3_8", "cutlass_3_9", "cutlass_4_0",
-    "cutlass_4_4",  "cutlass_4_5", "metal-cpp",   "sycl_tla",    "torch"};
+const std::vector<std::string> k_kernel_dependencies = {"cutlass_2_10", "cutlass_3_5", "cutlass_3_6", "cutlass_3_8",
+                                                        "cutlass_3_9",  "cutlass_4_0", "cutlass_4_4", "cutlass_4_5",
+                                                        "metal-cpp",    "sycl_tla",    "torch"};
 
 // kernels' python_depends.json: general entries, then per-backend entries.
 const std::vector<std::string> k_general_python_depends = {"einops", "helion", "tvm-ffi"};
@@ -101,13 +100,9 @@ class Parser {
   SourceLocation at(const toml::source_region& region) const {
     return {m_file, static_cast<int>(region.begin.line), static_cast<int>(region.begin.column)};
   }
-  SourceLocation at(const toml::node* node) const {
-    return node ? at(node->source()) : SourceLocation{m_file, 1, 1};
-  }
-  void error(SourceLocation where, std::string message, std::string hint = {},
-             bool v3_tolerable = false) {
-    m_diagnostics.push_back({{Severity::error, std::move(where), std::move(message), std::move(hint)},
-                             v3_tolerable});
+  SourceLocation at(const toml::node* node) const { return node ? at(node->source()) : SourceLocation{m_file, 1, 1}; }
+  void error(SourceLocation where, std::string message, std::string hint = {}, bool v3_tolerable = false) {
+    m_diagnostics.push_back({{Severity::error, std::move(where), std::move(message), std::move(hint)}, v3_tolerable});
   }
   void warning(SourceLocation where, std::string message, std::string hint = {}) {
     m_diagnostics.push_back({{Severity::warning, std::move(where), std::move(message), std::move(hint)}});
@@ -121,8 +116,8 @@ class Parser {
  private:
   void parse_general(TableReader& general, bool edition5, KernelConfig& config);
   void parse_kernel_depends(TableReader& table, std::vector<KernelDependency>& out);
-  void parse_python_depends(TableReader& table, const std::vector<std::string>& allowed,
-                            const std::string& list_name, std::vector<std::string>& out);
+  void parse_python_depends(TableReader& table, const std::vector<std::string>& allowed, const std::string& list_name,
+                            std::vector<std::string>& out);
   void parse_torch(TableReader& torch, bool edition5, KernelConfig& config);
   void parse_noarch(TableReader& noarch, KernelConfig& config);
   void parse_tvm_ffi(TableReader& tvm, KernelConfig& config);
@@ -179,8 +174,7 @@ std::optional<std::vector<std::string>> TableReader::strings(std::string_view ke
       continue;
     }
     out.push_back(*element.value<std::string>());
-    if (path_kind)
-      m_parser.record_path(m_name + "." + std::string(key) + "[" + std::to_string(i) + "]", element);
+    if (path_kind) m_parser.record_path(m_name + "." + std::string(key) + "[" + std::to_string(i) + "]", element);
   }
   if (!ok) return std::nullopt;
   return out;
@@ -197,8 +191,7 @@ std::optional<util::Version> TableReader::version(std::string_view key) {
   auto parsed = util::Version::parse(*node->value<std::string>());
   if (!parsed)
     m_parser.error(m_parser.at(node),
-                   m_name + "." + std::string(key) + ": \"" + *node->value<std::string>() +
-                       "\" is not a version",
+                   m_name + "." + std::string(key) + ": \"" + *node->value<std::string>() + "\" is not a version",
                    "versions are dot-separated numbers, e.g. \"2.11\" or \"13.0\"");
   return parsed;
 }
@@ -212,8 +205,7 @@ const toml::table* TableReader::subtable(std::string_view key) {
 }
 
 void TableReader::missing(std::string_view key, const std::string& example, bool v3_tolerable) {
-  m_parser.error(m_parser.at(&m_table), "[" + m_name + "] is missing the required key \"" +
-                                            std::string(key) + "\"",
+  m_parser.error(m_parser.at(&m_table), "[" + m_name + "] is missing the required key \"" + std::string(key) + "\"",
                  "add " + std::string(key) + " = " + example, v3_tolerable);
 }
 
@@ -223,9 +215,9 @@ void TableReader::finish() {
     std::string name(key.str());
     if (m_known.count(name)) continue;
     std::string suggestion = util::closest_match(name, known);
-    m_parser.error(m_parser.at(key.source()), "unknown key \"" + name + "\" in [" + m_name + "]",
-                   suggestion.empty() ? "known keys here: " + util::join(known, ", ")
-                                      : "did you mean \"" + suggestion + "\"?");
+    m_parser.error(
+        m_parser.at(key.source()), "unknown key \"" + name + "\" in [" + m_name + "]",
+        suggestion.empty() ? "known keys here: " + util::join(known, ", ") : "did you mean \"" + suggestion + "\"?");
   }
 }
 
@@ -270,8 +262,7 @@ void Parser::parse_kernel_depends(TableReader& table, std::vector<KernelDependen
     dep.revision = reader.string("revision");
     reader.finish();
     if (repo_id) {
-      if (std::count(repo_id->begin(), repo_id->end(), '/') != 1 || repo_id->front() == '/' ||
-          repo_id->back() == '/')
+      if (std::count(repo_id->begin(), repo_id->end(), '/') != 1 || repo_id->front() == '/' || repo_id->back() == '/')
         error(at(entry->get("repo-id")), "kernel dependency repo-id \"" + *repo_id + "\" is not of the form org/name");
       dep.repo_id = *repo_id;
     }
@@ -361,8 +352,7 @@ void Parser::parse_general(TableReader& general, bool edition5, KernelConfig& co
       g.cuda_minver = reader.version("minver");
       g.cuda_maxver = reader.version("maxver");
       if (g.cuda_minver && g.cuda_maxver && *g.cuda_maxver < *g.cuda_minver)
-        error(at(sub), "general.cuda.maxver " + g.cuda_maxver->str() + " is lower than minver " +
-                           g.cuda_minver->str());
+        error(at(sub), "general.cuda.maxver " + g.cuda_maxver->str() + " is lower than minver " + g.cuda_minver->str());
     }
     parse_python_depends(reader, k_backend_python_depends.at(spec.backend), std::string("[general.") + spec.key + "]",
                          deps.python_depends);
@@ -504,7 +494,8 @@ void Parser::run(std::string_view text) {
   bool edition5 = true;
   if (!general_table) {
     if (!root.get("general"))
-      error({m_file, 1, 1}, "build.toml has no [general] table", "add [general] with name, version, edition = 5, license and backends");
+      error({m_file, 1, 1}, "build.toml has no [general] table",
+            "add [general] with name, version, edition = 5, license and backends");
   } else {
     const toml::node* edition = general_table->get("edition");
     if (!edition) {
@@ -525,9 +516,8 @@ void Parser::run(std::string_view text) {
     const char* key;
     Framework framework;
   };
-  const FrameworkTable frameworks[] = {{"torch", Framework::torch},
-                                       {"torch-noarch", Framework::torch_noarch},
-                                       {"tvm-ffi", Framework::tvm_ffi}};
+  const FrameworkTable frameworks[] = {
+      {"torch", Framework::torch}, {"torch-noarch", Framework::torch_noarch}, {"tvm-ffi", Framework::tvm_ffi}};
   const FrameworkTable* chosen = nullptr;
   for (const auto& framework : frameworks) {
     const toml::node* node = root.get(framework.key);
@@ -581,15 +571,15 @@ void Parser::run(std::string_view text) {
   std::sort(config.kernels.begin(), config.kernels.end(),
             [](const KernelComponent& a, const KernelComponent& b) { return a.name < b.name; });
 
-  bool any_error = std::any_of(m_diagnostics.begin(), m_diagnostics.end(), [](const TaggedDiagnostic& d) {
-    return d.diagnostic.severity == Severity::error;
-  });
+  bool any_error = std::any_of(m_diagnostics.begin(), m_diagnostics.end(),
+                               [](const TaggedDiagnostic& d) { return d.diagnostic.severity == Severity::error; });
   bool only_v3 = any_error && std::all_of(m_diagnostics.begin(), m_diagnostics.end(), [](const TaggedDiagnostic& d) {
                    return d.diagnostic.severity != Severity::error || d.v3_tolerable;
                  });
   if (!edition5 && only_v3) {
     m_outcome.diagnostics.push_back(
-        {Severity::error, {m_file, 1, 1},
+        {Severity::error,
+         {m_file, 1, 1},
          "this build.toml is in the old v3 format, which kbuild does not build",
          "convert it with `kernel-builder update-build`, or add edition = 5, version and license to [general] "
          "and a framework table such as [torch]"});
@@ -597,9 +587,9 @@ void Parser::run(std::string_view text) {
   }
   for (auto& tagged : m_diagnostics) m_outcome.diagnostics.push_back(std::move(tagged.diagnostic));
   if (!edition5 && !any_error) {
-    m_outcome.diagnostics.push_back(
-        {Severity::warning, at(general_table), "edition-less (v4) build.toml, read as edition 5",
-         "add edition = 5 to [general] (kernel-builder update-build does the same)"});
+    m_outcome.diagnostics.push_back({Severity::warning, at(general_table),
+                                     "edition-less (v4) build.toml, read as edition 5",
+                                     "add edition = 5 to [general] (kernel-builder update-build does the same)"});
   }
   std::stable_sort(m_outcome.diagnostics.begin(), m_outcome.diagnostics.end(),
                    [](const Diagnostic& a, const Diagnostic& b) {
@@ -642,25 +632,28 @@ std::vector<Diagnostic> check_project_files(const ParseOutcome& outcome, const u
     const std::string& rel = (*list)[index];
     std::filesystem::path path(rel);
     if (path.is_absolute() || rel.find("..") != std::string::npos) {
-      diagnostics.push_back({Severity::error, location, "\"" + rel + "\" must be a relative path inside the kernel directory", ""});
+      diagnostics.push_back(
+          {Severity::error, location, "\"" + rel + "\" must be a relative path inside the kernel directory", ""});
       continue;
     }
     util::FileStat st = fs.stat(root / path);
     if (is_include ? !st.is_dir : !st.is_file) {
-      diagnostics.push_back({Severity::error, location,
-                             std::string(is_include ? "include directory" : "source file") + " \"" + rel +
-                                 "\" does not exist",
-                             "paths are relative to " + root.string()});
+      diagnostics.push_back(
+          {Severity::error, location,
+           std::string(is_include ? "include directory" : "source file") + " \"" + rel + "\" does not exist",
+           "paths are relative to " + root.string()});
     }
   }
   if (config.framework != Framework::tvm_ffi && is_valid_kernel_name(config.general.name)) {
     std::string package = "torch-ext/" + config.general.python_name();
     if (!fs.stat(root / package / "__init__.py").is_file)
-      diagnostics.push_back({Severity::error, {file_name, 0, 0},
+      diagnostics.push_back({Severity::error,
+                             {file_name, 0, 0},
                              "the Python package " + package + "/__init__.py is missing",
                              "every kernel ships a Python package named after general.name"});
     if (fs.stat(root / package / config.general.python_name()).exists)
-      diagnostics.push_back({Severity::error, {file_name, 0, 0},
+      diagnostics.push_back({Severity::error,
+                             {file_name, 0, 0},
                              package + "/" + config.general.python_name() + " must not exist",
                              "it would clash with the compatibility package of the loader"});
   }
@@ -675,10 +668,11 @@ ParseOutcome load_kernel_config(const util::FileSystem& fs, const std::filesyste
   auto text = fs.read_file(file);
   if (!text) {
     ParseOutcome outcome;
-    outcome.diagnostics.push_back({Severity::error, {file.string(), 0, 0},
-                                   fs.stat(root).is_dir ? "no build.toml in " + root.string()
-                                                        : root.string() + " is not a directory",
-                                   "pass the kernel directory (the one containing build.toml), or run `kbuild init`"});
+    outcome.diagnostics.push_back(
+        {Severity::error,
+         {file.string(), 0, 0},
+         fs.stat(root).is_dir ? "no build.toml in " + root.string() : root.string() + " is not a directory",
+         "pass the kernel directory (the one containing build.toml), or run `kbuild init`"});
     return outcome;
   }
   ParseOutcome outcome = parse_build_toml(*text, file.string());

@@ -11,9 +11,8 @@ struct BackendName {
   const char* name;
 };
 constexpr BackendName k_backend_names[] = {
-    {Backend::cann, "cann"},     {Backend::cpu, "cpu"},   {Backend::cuda, "cuda"},
-    {Backend::metal, "metal"},   {Backend::neuron, "neuron"}, {Backend::rocm, "rocm"},
-    {Backend::tpu, "tpu"},       {Backend::xpu, "xpu"},
+    {Backend::cann, "cann"},     {Backend::cpu, "cpu"},   {Backend::cuda, "cuda"}, {Backend::metal, "metal"},
+    {Backend::neuron, "neuron"}, {Backend::rocm, "rocm"}, {Backend::tpu, "tpu"},   {Backend::xpu, "xpu"},
 };
 }  // namespace
 

@@ -95,8 +95,8 @@ struct KernelComponent {
 struct KernelConfig {
   General general;
   Framework framework = Framework::torch;
-  TorchExtension torch;  ///< for Framework::torch and tvm_ffi (src/include/pyext/cxx-flags)
-  TorchNoarch noarch;    ///< for Framework::torch_noarch
+  TorchExtension torch;                  ///< for Framework::torch and tvm_ffi (src/include/pyext/cxx-flags)
+  TorchNoarch noarch;                    ///< for Framework::torch_noarch
   std::vector<KernelComponent> kernels;  ///< sorted by name
   /// 5, or 4 for an edition-less file that was upgraded in memory.
   int source_edition = 5;

@@ -12,9 +12,9 @@
 namespace kbuild::exec {
 
 struct CommandResult {
-  size_t token = 0;        ///< what start() was given
-  int exit_code = 0;       ///< 128 + signal when killed
-  std::string output;      ///< stdout and stderr, interleaved as written
+  size_t token = 0;    ///< what start() was given
+  int exit_code = 0;   ///< 128 + signal when killed
+  std::string output;  ///< stdout and stderr, interleaved as written
   double seconds = 0;
 };
 

@@ -49,8 +49,9 @@ Result<std::vector<std::string>> parse_depfile(std::string_view text) {
       ++i;
       continue;
     }
-    if (c == ':' && in_targets && (i + 1 == text.size() || text[i + 1] == ' ' || text[i + 1] == '\n' ||
-                                   text[i + 1] == '\t' || text[i + 1] == '\r')) {
+    if (c == ':' && in_targets &&
+        (i + 1 == text.size() || text[i + 1] == ' ' || text[i + 1] == '\n' || text[i + 1] == '\t' ||
+         text[i + 1] == '\r')) {
       token += ':';
       finish_token(false);
       in_targets = false;

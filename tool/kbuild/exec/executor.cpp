@@ -147,7 +147,8 @@ ExecSummary Executor::run() {
       if (job.temp_output) (void)m_fs.remove_all(*job.temp_output);
       std::vector<std::string> argv = job.argv;
       bool compile = job.kind == plan::JobKind::compile_cxx || job.kind == plan::JobKind::compile_cuda;
-      if (compile && !m_options.launcher.empty()) argv.insert(argv.begin(), m_options.launcher.begin(), m_options.launcher.end());
+      if (compile && !m_options.launcher.empty())
+        argv.insert(argv.begin(), m_options.launcher.begin(), m_options.launcher.end());
       if (auto started = m_runner.start(index, argv); !started) {
         JobOutcome outcome;
         outcome.success = false;

@@ -31,12 +31,12 @@ struct ExecutorOptions {
 };
 
 struct ExecSummary {
-  size_t total = 0;       ///< jobs in the graph
-  size_t stale = 0;       ///< jobs that needed work
-  size_t ran = 0;         ///< commands and actions executed (cache hits excluded)
+  size_t total = 0;  ///< jobs in the graph
+  size_t stale = 0;  ///< jobs that needed work
+  size_t ran = 0;    ///< commands and actions executed (cache hits excluded)
   size_t cache_hits = 0;
   size_t failed = 0;
-  size_t not_run = 0;     ///< stale jobs skipped after a failure or interrupt
+  size_t not_run = 0;  ///< stale jobs skipped after a failure or interrupt
   bool interrupted = false;
   bool ok() const { return failed == 0 && !interrupted && not_run == 0; }
 };
@@ -45,7 +45,12 @@ class Executor {
  public:
   Executor(const plan::JobGraph& graph, CommandRunner& runner, util::FileSystem& fs, BuildState& state,
            Reporter& reporter, ExecutorOptions options, JobCache* cache = nullptr)
-      : m_graph(graph), m_runner(runner), m_fs(fs), m_state(state), m_reporter(reporter), m_options(options),
+      : m_graph(graph),
+        m_runner(runner),
+        m_fs(fs),
+        m_state(state),
+        m_reporter(reporter),
+        m_options(options),
         m_cache(cache) {}
 
   ExecSummary run();

@@ -47,8 +47,12 @@ std::string server_message(const HttpResponse& response) {
 
 HubClient::HubClient(HttpTransport& transport, std::string endpoint, std::optional<Token> token, RetryPolicy retry,
                      Sleeper sleep, Logger log)
-    : m_transport(transport), m_endpoint(std::move(endpoint)), m_token(std::move(token)), m_retry(retry),
-      m_sleep(std::move(sleep)), m_log(std::move(log)) {
+    : m_transport(transport),
+      m_endpoint(std::move(endpoint)),
+      m_token(std::move(token)),
+      m_retry(retry),
+      m_sleep(std::move(sleep)),
+      m_log(std::move(log)) {
   if (!m_sleep) m_sleep = [](double seconds) { std::this_thread::sleep_for(std::chrono::duration<double>(seconds)); };
 }
 
@@ -72,8 +76,8 @@ std::expected<HttpResponse, TransportError> HubClient::send_with_retries(HttpReq
     auto outcome = m_transport.send(request);
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (outcome)
-      log("kbuild: " + request.method + " " + strip_query(request.url) + " -> " + std::to_string(outcome->status) + " (" +
-          std::to_string(static_cast<int>(ms)) + " ms)");
+      log("kbuild: " + request.method + " " + strip_query(request.url) + " -> " + std::to_string(outcome->status) +
+          " (" + std::to_string(static_cast<int>(ms)) + " ms)");
     else
       log("kbuild: " + request.method + " " + strip_query(request.url) + " -> " + outcome.error().message);
     if (!retry) return outcome;
@@ -92,8 +96,9 @@ Error HubClient::error_for(const HttpResponse& response, const Call& call) const
     case 401:
       return hub_error("the Hub at " + m_endpoint + " rejected the credentials while trying to " + call.what +
                            " (401 Unauthorized)" + suffix,
-                       m_token ? "the token from " + m_token->origin + " is invalid or expired for this endpoint; "
-                                 "set HF_TOKEN or log in again (huggingface-cli login)"
+                       m_token ? "the token from " + m_token->origin +
+                                     " is invalid or expired for this endpoint; "
+                                     "set HF_TOKEN or log in again (huggingface-cli login)"
                                : "no token found: set HF_TOKEN or log in (huggingface-cli login)");
     case 403:
       return hub_error("not allowed to " + call.what + " (403 Forbidden)" + suffix,
@@ -224,7 +229,8 @@ Result<std::map<std::string, UploadMode>> HubClient::preupload(const RepoRef& re
       if (!f) return fail(hub_error("cannot read " + files[i].source.string()));
       sample.resize(std::fread(sample.data(), 1, sample.size(), f));
       std::fclose(f);
-      body["files"].push_back({{"path", files[i].path}, {"sample", util::base64_encode(sample)}, {"size", files[i].size}});
+      body["files"].push_back(
+          {{"path", files[i].path}, {"sample", util::base64_encode(sample)}, {"size", files[i].size}});
     }
     KB_TRY_ASSIGN(auto response, send({"POST", api(repo) + "/preupload/" + url_encode(revision), body.dump(),
                                        "application/json", true, true, "prepare the upload to " + repo.id}));
@@ -241,7 +247,8 @@ Result<std::map<std::string, UploadMode>> HubClient::preupload(const RepoRef& re
   return modes;
 }
 
-Result<void> HubClient::upload_lfs(const RepoRef& repo, const std::string& revision, const std::vector<LocalFile>& files,
+Result<void> HubClient::upload_lfs(const RepoRef& repo, const std::string& revision,
+                                   const std::vector<LocalFile>& files,
                                    const std::function<void(std::uint64_t, std::uint64_t)>& progress) {
   std::uint64_t total = 0, done = 0;
   for (const auto& f : files) total += f.size;
@@ -291,12 +298,14 @@ Result<void> HubClient::upload_lfs(const RepoRef& repo, const std::string& revis
         if (progress) progress(done + sent, total);
       };
       if (header.contains("chunk_size")) {
-        std::uint64_t chunk = std::stoull(header["chunk_size"].is_string() ? header["chunk_size"].get<std::string>()
-                                                                           : std::to_string(header["chunk_size"].get<std::uint64_t>()));
+        std::uint64_t chunk =
+            std::stoull(header["chunk_size"].is_string() ? header["chunk_size"].get<std::string>()
+                                                         : std::to_string(header["chunk_size"].get<std::uint64_t>()));
         json parts = json::array();
         for (std::uint64_t part = 1; (part - 1) * chunk < file->size; ++part) {
           std::string key = std::to_string(part);
-          if (!header.contains(key)) return fail(hub_error("the LFS server sent no URL for part " + key + " of " + file->path));
+          if (!header.contains(key))
+            return fail(hub_error("the LFS server sent no URL for part " + key + " of " + file->path));
           HttpRequest put;
           put.method = "PUT";
           put.url = header[key].get<std::string>();
@@ -308,7 +317,8 @@ Result<void> HubClient::upload_lfs(const RepoRef& repo, const std::string& revis
           auto sent = send_with_retries(put, true);
           if (!sent) return fail(hub_error("upload of " + file->path + " failed: " + sent.error().message));
           if (sent->status < 200 || sent->status >= 300)
-            return fail(error_for(*sent, {"PUT", put.url, "", "", false, true, "upload part " + key + " of " + file->path}));
+            return fail(
+                error_for(*sent, {"PUT", put.url, "", "", false, true, "upload part " + key + " of " + file->path}));
           parts.push_back({{"partNumber", part}, {"etag", sent->headers.get("etag").value_or("")}});
         }
         HttpRequest complete;
@@ -347,8 +357,9 @@ Result<void> HubClient::upload_lfs(const RepoRef& repo, const std::string& revis
 Result<CommitResult> HubClient::commit(const RepoRef& repo, const std::string& revision, const std::string& ndjson,
                                        bool create_pr) {
   m_stats.inline_bytes += ndjson.size();
-  KB_TRY_ASSIGN(auto response, send({"POST", api(repo) + "/commit/" + url_encode(revision) + (create_pr ? "?create_pr=1" : ""),
-                                     ndjson, "application/x-ndjson", true, true, "commit to " + repo.id + "@" + revision}));
+  KB_TRY_ASSIGN(auto response,
+                send({"POST", api(repo) + "/commit/" + url_encode(revision) + (create_pr ? "?create_pr=1" : ""), ndjson,
+                      "application/x-ndjson", true, true, "commit to " + repo.id + "@" + revision}));
   try {
     auto j = json::parse(response.body);
     CommitResult result{j.at("commitOid"), j.value("commitUrl", ""), std::nullopt};

@@ -60,7 +60,8 @@ Result<LocalFile> describe_file(const std::filesystem::path& source, std::string
   bool failed = std::ferror(file);
   std::fclose(file);
   if (failed || size < 0) return fail("error while reading " + source.string());
-  return LocalFile{std::move(repo_path), source, static_cast<std::uint64_t>(size), sha256.finish_hex(), sha1.finish_hex()};
+  return LocalFile{std::move(repo_path), source, static_cast<std::uint64_t>(size), sha256.finish_hex(),
+                   sha1.finish_hex()};
 }
 
 std::optional<std::int64_t> tag_major(const std::string& tag) {
@@ -72,18 +73,19 @@ std::optional<std::int64_t> tag_major(const std::string& tag) {
 
 std::string encode_commit(const std::string& summary, const std::string& description,
                           const std::optional<std::string>& parent_commit, const std::vector<CommitOp>& ops) {
-  nlohmann::ordered_json header = {{"key", "header"},
-                                   {"value", {{"summary", summary}, {"description", description}}}};
+  nlohmann::ordered_json header = {{"key", "header"}, {"value", {{"summary", summary}, {"description", description}}}};
   if (parent_commit) header["value"]["parentCommit"] = *parent_commit;
   std::string out = header.dump() + "\n";
   for (const auto& op : ops) {
     nlohmann::ordered_json line;
     switch (op.kind) {
       case CommitOp::Kind::add_inline:
-        line = {{"key", "file"}, {"value", {{"content", op.content_base64}, {"path", op.path}, {"encoding", "base64"}}}};
+        line = {{"key", "file"},
+                {"value", {{"content", op.content_base64}, {"path", op.path}, {"encoding", "base64"}}}};
         break;
       case CommitOp::Kind::add_lfs:
-        line = {{"key", "lfsFile"}, {"value", {{"path", op.path}, {"algo", "sha256"}, {"oid", op.sha256}, {"size", op.size}}}};
+        line = {{"key", "lfsFile"},
+                {"value", {{"path", op.path}, {"algo", "sha256"}, {"oid", op.sha256}, {"size", op.size}}}};
         break;
       case CommitOp::Kind::remove:
         line = {{"key", "deletedFile"}, {"value", {{"path", op.path}}}};

@@ -136,7 +136,8 @@ std::expected<HttpResponse, TransportError> CurlTransport::send(const HttpReques
   }
   curl_slist* headers = nullptr;
   headers = curl_slist_append(headers, "Expect:");  // no 100-continue round trip
-  for (const auto& [name, value] : request.headers.all()) headers = curl_slist_append(headers, (name + ": " + value).c_str());
+  for (const auto& [name, value] : request.headers.all())
+    headers = curl_slist_append(headers, (name + ": " + value).c_str());
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
 
   CURLcode code = curl_easy_perform(curl);

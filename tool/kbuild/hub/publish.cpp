@@ -17,7 +17,9 @@ namespace {
 
 constexpr size_t k_max_operations = 1000;
 
-Error usage(std::string message, std::string hint = {}) { return Error{ExitCode::usage, std::move(message), std::move(hint)}; }
+Error usage(std::string message, std::string hint = {}) {
+  return Error{ExitCode::usage, std::move(message), std::move(hint)};
+}
 
 std::string human(std::uint64_t bytes) {
   char text[32];
@@ -45,8 +47,9 @@ Result<BuildInventory> inventory_build(const util::FileSystem& fs, const fs::pat
     if (!metadata.digest) return fail(usage("build/" + entry.name + "/metadata.json has no digest", "rebuild it"));
     KB_TRY_ASSIGN(auto actual, layout::hash_variant_dir(fs, dir));
     if (actual != *metadata.digest)
-      return fail(usage("build/" + entry.name + " does not match the digest in its metadata.json (modified after the build?)",
-                        "rebuild it with kbuild build; kbuild check shows which files differ"));
+      return fail(
+          usage("build/" + entry.name + " does not match the digest in its metadata.json (modified after the build?)",
+                "rebuild it with kbuild build; kbuild check shows which files differ"));
     versions.insert(metadata.version);
     inventory.variants.push_back(entry.name);
     KB_TRY_ASSIGN(auto files, util::list_files_recursive(fs, dir));
@@ -74,8 +77,9 @@ Result<BuildInventory> inventory_build(const util::FileSystem& fs, const fs::pat
   return inventory;
 }
 
-Result<std::string> render_card(const util::FileSystem& fs, const config::KernelConfig& config, const fs::path& kernel_dir,
-                                const std::string& repo_id, const std::vector<std::string>& variants) {
+Result<std::string> render_card(const util::FileSystem& fs, const config::KernelConfig& config,
+                                const fs::path& kernel_dir, const std::string& repo_id,
+                                const std::vector<std::string>& variants) {
   std::string functions;
   auto init = fs.read_file(kernel_dir / "torch-ext" / config.general.python_name() / "__init__.py");
   if (init) {
@@ -127,7 +131,9 @@ Result<std::string> execute_plan(HubClient& client, const RepoRef& repo, const P
   if (!lfs.empty()) {
     std::uint64_t bytes = 0;
     for (const auto& f : lfs) bytes += f.size;
-    if (hooks.info) hooks.info("uploading " + std::to_string(lfs.size()) + " file(s) through LFS (" + human(bytes) + ", already stored objects are skipped)");
+    if (hooks.info)
+      hooks.info("uploading " + std::to_string(lfs.size()) + " file(s) through LFS (" + human(bytes) +
+                 ", already stored objects are skipped)");
     KB_TRY(client.upload_lfs(repo, planned.branch, lfs, hooks.upload_progress));
   }
   std::vector<CommitOp> ops;
@@ -156,9 +162,12 @@ Result<std::string> execute_plan(HubClient& client, const RepoRef& repo, const P
   std::string parent = head;
   size_t chunks = (ops.size() + k_max_operations - 1) / k_max_operations;
   for (size_t chunk = 0; chunk < chunks; ++chunk) {
-    std::vector<CommitOp> part(ops.begin() + static_cast<std::ptrdiff_t>(chunk * k_max_operations),
-                               ops.begin() + static_cast<std::ptrdiff_t>(std::min(ops.size(), (chunk + 1) * k_max_operations)));
-    std::string summary = "Uploaded using kbuild" + (chunks > 1 ? " (batch " + std::to_string(chunk + 1) + "/" + std::to_string(chunks) + ")" : std::string());
+    std::vector<CommitOp> part(
+        ops.begin() + static_cast<std::ptrdiff_t>(chunk * k_max_operations),
+        ops.begin() + static_cast<std::ptrdiff_t>(std::min(ops.size(), (chunk + 1) * k_max_operations)));
+    std::string summary =
+        "Uploaded using kbuild" +
+        (chunks > 1 ? " (batch " + std::to_string(chunk + 1) + "/" + std::to_string(chunks) + ")" : std::string());
     std::string body = encode_commit(summary, "", parent.empty() ? std::nullopt : std::optional(parent), part);
     KB_TRY_ASSIGN(auto result, client.commit(repo, planned.branch, body, create_pr));
     parent = result.oid;
@@ -172,15 +181,19 @@ Result<std::string> execute_plan(HubClient& client, const RepoRef& repo, const P
 Result<PublishOutcome> publish(HubClient& client, util::FileSystem& fs, const config::KernelConfig& config,
                                const PublishOptions& options, const PublishHooks& hooks) {
   auto major = tag_major(options.tag);
-  if (!major) return fail(usage("--tag " + options.tag + " is not a release tag", "write it as vMAJOR.MINOR.PATCH, e.g. v1.0.0"));
+  if (!major)
+    return fail(usage("--tag " + options.tag + " is not a release tag", "write it as vMAJOR.MINOR.PATCH, e.g. v1.0.0"));
   KB_TRY_ASSIGN(BuildInventory inventory, inventory_build(fs, options.kernel_dir));
   if (*major != inventory.version)
-    return fail(usage("--tag " + options.tag + " does not match the kernel's version " + std::to_string(inventory.version) +
-                          " (general.version in build.toml; variants go to branch v" + std::to_string(inventory.version) + ")",
-                      "tag it v" + std::to_string(inventory.version) + ".x.y, or bump general.version and rebuild"));
+    return fail(
+        usage("--tag " + options.tag + " does not match the kernel's version " + std::to_string(inventory.version) +
+                  " (general.version in build.toml; variants go to branch v" + std::to_string(inventory.version) + ")",
+              "tag it v" + std::to_string(inventory.version) + ".x.y, or bump general.version and rebuild"));
   std::string repo_id = options.repo_id.value_or(config.general.hub_repo_id.value_or(""));
   static const std::regex k_repo(R"(^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$)");
-  if (repo_id.empty()) return fail(usage("no repository to publish to", "pass --repo-id org/name or set [general.hub] repo-id in build.toml"));
+  if (repo_id.empty())
+    return fail(
+        usage("no repository to publish to", "pass --repo-id org/name or set [general.hub] repo-id in build.toml"));
   if (!std::regex_match(repo_id, k_repo) || repo_id.find("..") != std::string::npos)
     return fail(usage("\"" + repo_id + "\" is not a repository id", "use org/name"));
   RepoRef repo{options.repo_type, repo_id};
@@ -207,8 +220,9 @@ Result<PublishOutcome> publish(HubClient& client, util::FileSystem& fs, const co
     refs = *existing;
   }
   if (refs.tags.count(options.tag) && !options.force && !options.dry_run)
-    return fail(usage("tag " + options.tag + " already exists in " + repo_id + " (at " + refs.tags[options.tag].substr(0, 12) + ")",
-                      "publish a new version tag, or pass --force to move it"));
+    return fail(usage(
+        "tag " + options.tag + " already exists in " + repo_id + " (at " + refs.tags[options.tag].substr(0, 12) + ")",
+        "publish a new version tag, or pass --force to move it"));
   const bool branch_existed = refs.branches.count(branch) > 0;
   if (!branch_existed && !options.dry_run) {
     KB_TRY(client.create_branch(repo, branch, std::nullopt));
@@ -224,7 +238,8 @@ Result<PublishOutcome> publish(HubClient& client, util::FileSystem& fs, const co
   for (int attempt = 0;; ++attempt) {
     outcome.plans.clear();
     KB_TRY_ASSIGN(auto main_plan, plan_branch(client, repo, "main", refs.branches.count("main") > 0, {card_local}, {}));
-    KB_TRY_ASSIGN(auto version_plan, plan_branch(client, repo, branch, refs.branches.count(branch) > 0, inventory.files, owned));
+    KB_TRY_ASSIGN(auto version_plan,
+                  plan_branch(client, repo, branch, refs.branches.count(branch) > 0, inventory.files, owned));
     outcome.plans = {main_plan, version_plan};
     if (options.dry_run) {
       outcome.status = "dry_run";
@@ -233,9 +248,9 @@ Result<PublishOutcome> publish(HubClient& client, util::FileSystem& fs, const co
     }
     std::optional<std::string> pr;
     auto main_head = execute_plan(client, repo, main_plan, refs.branches["main"], false, hooks, pr);
-    Result<std::string> version_head = main_head ? execute_plan(client, repo, version_plan, refs.branches[branch],
-                                                                options.create_pr, hooks, pr)
-                                                 : Result<std::string>(fail(main_head.error()));
+    Result<std::string> version_head =
+        main_head ? execute_plan(client, repo, version_plan, refs.branches[branch], options.create_pr, hooks, pr)
+                  : Result<std::string>(fail(main_head.error()));
     if (!version_head) {
       bool moved = version_head.error().message.find("(412") != std::string::npos;
       if (!moved || attempt >= 2) return fail(version_head.error());

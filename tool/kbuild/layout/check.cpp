@@ -15,7 +15,11 @@ namespace {
 // Maximum symbol versions per library family (PyPA's auditwheel policy for manylinux_2_28).
 const std::map<std::string, std::map<std::string, std::string>> k_policies = {
     {"manylinux_2_28",
-     {{"GLIBC", "2.28"}, {"GLIBCXX", "3.4.24"}, {"CXXABI", "1.3.11"}, {"GCC", "7.0.0"}, {"LIBATOMIC", "1.2"},
+     {{"GLIBC", "2.28"},
+      {"GLIBCXX", "3.4.24"},
+      {"CXXABI", "1.3.11"},
+      {"GCC", "7.0.0"},
+      {"LIBATOMIC", "1.2"},
       {"ZLIB", "1.2.9"}}},
 };
 
@@ -30,11 +34,21 @@ bool allowed_library(const std::string& name) {
 
 // Private CPython symbols that are nevertheless part of the stable ABI.
 bool stable_private_symbol(const std::string& name) {
-  static const char* k_names[] = {"_Py_Dealloc", "_Py_NoneStruct", "_Py_TrueStruct", "_Py_FalseStruct",
-                                  "_Py_NotImplementedStruct", "_Py_EllipsisObject", "_Py_IncRef", "_Py_DecRef",
-                                  "_PyArg_ParseTuple_SizeT", "_PyArg_Parse_SizeT", "_Py_BuildValue_SizeT",
-                                  "_PyArg_ParseTupleAndKeywords_SizeT", "_PyArg_VaParse_SizeT",
-                                  "_Py_VaBuildValue_SizeT", "_PyObject_CallFunction_SizeT",
+  static const char* k_names[] = {"_Py_Dealloc",
+                                  "_Py_NoneStruct",
+                                  "_Py_TrueStruct",
+                                  "_Py_FalseStruct",
+                                  "_Py_NotImplementedStruct",
+                                  "_Py_EllipsisObject",
+                                  "_Py_IncRef",
+                                  "_Py_DecRef",
+                                  "_PyArg_ParseTuple_SizeT",
+                                  "_PyArg_Parse_SizeT",
+                                  "_Py_BuildValue_SizeT",
+                                  "_PyArg_ParseTupleAndKeywords_SizeT",
+                                  "_PyArg_VaParse_SizeT",
+                                  "_Py_VaBuildValue_SizeT",
+                                  "_PyObject_CallFunction_SizeT",
                                   "_PyObject_CallMethod_SizeT"};
   for (const char* n : k_names)
     if (name == n) return true;
@@ -64,8 +78,9 @@ std::vector<CheckIssue> check_library(const ElfInfo& elf, const std::string& whe
             "); exceptions crossing into Torch would crash. Link libstdc++ dynamically");
   for (const auto& symbol : elf.dynamic_symbols)
     if (!symbol.defined && symbol.name == "_Unwind_RaiseException")
-      error("raises exceptions through a statically linked C++ runtime (_Unwind_RaiseException is referenced); "
-            "link libstdc++ dynamically");
+      error(
+          "raises exceptions through a statically linked C++ runtime (_Unwind_RaiseException is referenced); "
+          "link libstdc++ dynamically");
   if (elf.rpath) error("has an RPATH (" + *elf.rpath + "); Torch loads its libraries before the kernel");
   if (elf.runpath) error("has a RUNPATH (" + *elf.runpath + "); Torch loads its libraries before the kernel");
   for (const auto& symbol : elf.dynamic_symbols) {
@@ -102,7 +117,9 @@ std::vector<CheckIssue> check_variant(const util::FileSystem& fs, const std::fil
                                       const CheckOptions& options) {
   std::vector<CheckIssue> issues;
   const std::string name = variant_dir.filename().string();
-  auto error = [&](std::string where, std::string message) { issues.push_back({true, std::move(where), std::move(message)}); };
+  auto error = [&](std::string where, std::string message) {
+    issues.push_back({true, std::move(where), std::move(message)});
+  };
   auto variant = plan::Variant::parse(name);
   if (!variant) error(name, "is not a variant name kbuild produces; the kernels loader may ignore it");
 
@@ -127,10 +144,11 @@ std::vector<CheckIssue> check_variant(const util::FileSystem& fs, const std::fil
   if (!fs.stat(variant_dir / "__init__.py").is_file) error(name, "__init__.py is missing");
   if (!fs.stat(variant_dir / "_ops.py").is_file) error(name, "_ops.py is missing");
   static const std::regex k_identifier(R"(^[A-Za-z_][A-Za-z0-9_]*$)");
-  if (!std::regex_match(metadata->id, k_identifier)) error(name + "/metadata.json", "id \"" + metadata->id + "\" is not a Python identifier");
+  if (!std::regex_match(metadata->id, k_identifier))
+    error(name + "/metadata.json", "id \"" + metadata->id + "\" is not a Python identifier");
   if (variant && variant->backend != metadata->backend)
-    error(name + "/metadata.json", "backend.type is " + config::to_string(metadata->backend) + " but the variant name says " +
-                                       config::to_string(variant->backend));
+    error(name + "/metadata.json", "backend.type is " + config::to_string(metadata->backend) +
+                                       " but the variant name says " + config::to_string(variant->backend));
 
   if (!metadata->digest) {
     issues.push_back({false, name + "/metadata.json", "has no digest; kbuild build always writes one"});

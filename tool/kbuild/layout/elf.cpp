@@ -36,8 +36,7 @@ class Image {
 Result<ElfInfo> read_elf(std::string_view bytes) {
   Image image(bytes);
   Elf64_Ehdr header;
-  if (!image.read(0, header) || std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0)
-    return fail("not an ELF file");
+  if (!image.read(0, header) || std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0) return fail("not an ELF file");
   if (header.e_ident[EI_CLASS] != ELFCLASS64 || header.e_ident[EI_DATA] != ELFDATA2LSB)
     return fail("not a 64-bit little-endian ELF file");
   ElfInfo info;
@@ -104,7 +103,8 @@ Result<ElfInfo> read_elf(std::string_view bytes) {
     symbol.defined = sym.st_shndx != SHN_UNDEF;
     symbol.function = ELF64_ST_TYPE(sym.st_info) == STT_FUNC;
     int bind = ELF64_ST_BIND(sym.st_info), visibility = ELF64_ST_VISIBILITY(sym.st_other);
-    symbol.global = (bind == STB_GLOBAL || bind == STB_WEAK) && (visibility == STV_DEFAULT || visibility == STV_PROTECTED);
+    symbol.global =
+        (bind == STB_GLOBAL || bind == STB_WEAK) && (visibility == STV_DEFAULT || visibility == STV_PROTECTED);
     if (versym) {
       std::uint16_t index = 0;
       if (image.read(versym->sh_offset + i * sizeof(std::uint16_t), index)) {

@@ -18,8 +18,7 @@ std::vector<std::string> select_python_files(const std::vector<std::string>& pac
     std::string ext = rel.substr(dot + 1);
     if (noarch) {
       out.push_back(rel);
-    } else if (ext == "py" ||
-               (ext != "pyi" && std::find(pyext.begin(), pyext.end(), ext) != pyext.end())) {
+    } else if (ext == "py" || (ext != "pyi" && std::find(pyext.begin(), pyext.end(), ext) != pyext.end())) {
       out.push_back(rel);
     }
   }

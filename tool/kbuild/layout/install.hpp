@@ -32,12 +32,12 @@ struct FileSet {
 };
 
 struct InstallSpec {
-  fs::path variant_dir;             ///< build/<variant>
-  fs::path package_dir;             ///< torch-ext/<python_name>
+  fs::path variant_dir;                   ///< build/<variant>
+  fs::path package_dir;                   ///< torch-ext/<python_name>
   std::vector<std::string> python_files;  ///< relative to package_dir
-  std::optional<fs::path> library;  ///< staged native library (absent for noarch variants)
-  std::string ops_py;               ///< the generated _ops.py
-  Metadata metadata;                ///< without digest; install adds it
+  std::optional<fs::path> library;        ///< staged native library (absent for noarch variants)
+  std::string ops_py;                     ///< the generated _ops.py
+  Metadata metadata;                      ///< without digest; install adds it
 };
 
 /// Files of the Python package that ship in a variant: extensions in `pyext` (without "pyi" for

@@ -6,10 +6,14 @@ namespace kbuild::plan {
 
 const char* to_string(JobKind kind) {
   switch (kind) {
-    case JobKind::compile_cxx: return "CXX";
-    case JobKind::compile_cuda: return "CUDA";
-    case JobKind::link: return "LINK";
-    case JobKind::install: return "INSTALL";
+    case JobKind::compile_cxx:
+      return "CXX";
+    case JobKind::compile_cuda:
+      return "CUDA";
+    case JobKind::link:
+      return "LINK";
+    case JobKind::install:
+      return "INSTALL";
   }
   return "?";
 }

@@ -19,9 +19,11 @@ MatrixSpec default_matrix() {
 KbuildSettingsOutcome parse_kbuild_toml(std::string_view text, const std::string& file_name) {
   KbuildSettingsOutcome outcome;
   auto error = [&](const toml::source_region& where, std::string message, std::string hint = {}) {
-    outcome.diagnostics.push_back({config::Severity::error,
-                                   {file_name, static_cast<int>(where.begin.line), static_cast<int>(where.begin.column)},
-                                   std::move(message), std::move(hint)});
+    outcome.diagnostics.push_back(
+        {config::Severity::error,
+         {file_name, static_cast<int>(where.begin.line), static_cast<int>(where.begin.column)},
+         std::move(message),
+         std::move(hint)});
   };
   toml::table root;
   try {
@@ -32,7 +34,8 @@ KbuildSettingsOutcome parse_kbuild_toml(std::string_view text, const std::string
   }
   for (const auto& [key, node] : root) {
     if (key.str() != "matrix")
-      error(key.source(), "unknown table \"" + std::string(key.str()) + "\" in kbuild.toml", "kbuild.toml has [matrix]");
+      error(key.source(), "unknown table \"" + std::string(key.str()) + "\" in kbuild.toml",
+            "kbuild.toml has [matrix]");
   }
   const toml::table* matrix = root["matrix"].as_table();
   if (!matrix) {
@@ -126,8 +129,8 @@ std::vector<MatrixEntry> expand_matrix(const config::KernelConfig& config, const
     }
     if (!listed(config::Backend::cuda) || config.components_for(config::Backend::cuda).empty()) continue;
     for (const auto& cuda : spec.cuda) {
-      if (config.general.cuda_minver && cuda < util::Version({config.general.cuda_minver->major(),
-                                                              config.general.cuda_minver->minor()})) {
+      if (config.general.cuda_minver &&
+          cuda < util::Version({config.general.cuda_minver->major(), config.general.cuda_minver->minor()})) {
         note("cuda " + cuda.str() + ": below general.cuda.minver " + config.general.cuda_minver->str());
         continue;
       }
@@ -137,7 +140,8 @@ std::vector<MatrixEntry> expand_matrix(const config::KernelConfig& config, const
       }
       bool any_component = false;
       for (const auto* component : config.components_for(config::Backend::cuda))
-        if (!component->cuda_minver || !(cuda < util::Version({component->cuda_minver->major(), component->cuda_minver->minor()})))
+        if (!component->cuda_minver ||
+            !(cuda < util::Version({component->cuda_minver->major(), component->cuda_minver->minor()})))
           any_component = true;
       if (!any_component) {
         note("cuda " + cuda.str() + ": every CUDA component needs a newer CUDA (cuda-minver)");
@@ -164,8 +168,8 @@ Result<std::vector<MatrixEntry>> filter_matrix(const std::vector<MatrixEntry>& e
     if (std::find(names.begin(), names.end(), wanted) == names.end()) {
       std::string suggestion = util::closest_match(wanted, names);
       return fail("unknown variant \"" + wanted + "\"",
-                  (suggestion.empty() ? "" : "did you mean " + suggestion + "? ") + "valid variants are: " +
-                      util::join(names, ", "),
+                  (suggestion.empty() ? "" : "did you mean " + suggestion + "? ") +
+                      "valid variants are: " + util::join(names, ", "),
                   ExitCode::usage);
     }
   }

@@ -44,6 +44,20 @@ std::string hash_key(std::initializer_list<std::string_view> fields) {
   return hasher.finish_hex();
 }
 
+// The command line as far as it decides the output: nvcc's --threads only sets its parallelism, so
+// changing -j must not make CUDA objects stale.
+std::string output_relevant_command(const std::vector<std::string>& argv) {
+  std::vector<std::string> relevant;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    if (argv[i] == "--threads" && i + 1 < argv.size()) {
+      ++i;
+      continue;
+    }
+    relevant.push_back(argv[i]);
+  }
+  return util::shell_join(relevant);
+}
+
 // Flags shared by every translation unit of a variant, for g++ (host) and nvcc.
 struct VariantFlags {
   std::vector<std::string> defines;
@@ -64,7 +78,8 @@ VariantFlags variant_flags(const PlanRequest& request, const Variant& variant, c
   }
   for (const auto& dir : tc.torch.include_dirs()) flags.system_includes.push_back(dir.string());
   flags.system_includes.push_back(tc.python.include_dir.string());
-  if (variant.backend == config::Backend::cuda && tc.cuda) flags.system_includes.push_back(tc.cuda->include_dir.string());
+  if (variant.backend == config::Backend::cuda && tc.cuda)
+    flags.system_includes.push_back(tc.cuda->include_dir.string());
   // Source paths are recorded relative to the kernel, toolchain paths under fixed names, so that
   // __FILE__ and friends do not depend on where the checkout or the toolchain lives.
   flags.prefix_maps = {"-ffile-prefix-map=" + request.kernel_dir.string() + "/=",
@@ -99,10 +114,8 @@ Result<void> plan_compiled_variant(const PlanRequest& request, const VariantBuil
   const fs::path work = request.work_dir / name;
   const std::string identity = tc.identity();
   const VariantFlags flags = variant_flags(request, variant, tc, ops);
-  std::vector<std::pair<std::string, fs::path>> roots = {{"$K", request.kernel_dir},
-                                                         {"$W", request.work_dir},
-                                                         {"$TORCH", tc.torch.root},
-                                                         {"$PY", tc.python.include_dir}};
+  std::vector<std::pair<std::string, fs::path>> roots = {
+      {"$K", request.kernel_dir}, {"$W", request.work_dir}, {"$TORCH", tc.torch.root}, {"$PY", tc.python.include_dir}};
   if (tc.cuda) roots.push_back({"$CUDA", tc.cuda->root});
   const std::string cxx_identity = "g++ " + tc.cxx.version + " " + tc.cxx.machine;
   const std::string nvcc_identity = tc.cuda ? "nvcc " + tc.cuda->version.str() + " | " + cxx_identity : "";
@@ -148,10 +161,10 @@ Result<void> plan_compiled_variant(const PlanRequest& request, const VariantBuil
                   "supported: " + util::join(default_cuda_capabilities(tc.cuda->version), ", "), ExitCode::usage);
     for (const auto& src : component->src)
       if (compile_kind(src))
-        units.push_back({src, component->include, component->cxx_flags, component->cuda_flags, archs,
-                         "kernel." + component->name, false,
-                         std::find(component->depends.begin(), component->depends.end(), "torch") !=
-                             component->depends.end()});
+        units.push_back(
+            {src, component->include, component->cxx_flags, component->cuda_flags, archs, "kernel." + component->name,
+             false,
+             std::find(component->depends.begin(), component->depends.end(), "torch") != component->depends.end()});
   }
   // The same source listed by two components is compiled once.
   std::set<std::string> seen;
@@ -161,7 +174,8 @@ Result<void> plan_compiled_variant(const PlanRequest& request, const VariantBuil
     if (!seen.insert(unit.source).second) continue;
     JobKind kind = *compile_kind(unit.source);
     const bool generated_source = fs::path(unit.source).is_absolute();
-    const std::string object_name = generated_source ? "generated/" + fs::path(unit.source).filename().string() : unit.source;
+    const std::string object_name =
+        generated_source ? "generated/" + fs::path(unit.source).filename().string() : unit.source;
     const fs::path source_path = generated_source ? fs::path(unit.source) : request.kernel_dir / unit.source;
     fs::path object = work / object_path_for(object_name);
     fs::path temp = object.string() + ".tmp";
@@ -228,7 +242,7 @@ Result<void> plan_compiled_variant(const PlanRequest& request, const VariantBuil
     job.temp_output = temp;
     job.depfile = depfile;
     if (unit.binding) job.deps.push_back(generate_job);
-    job.key = hash_key({"compile-v1", util::shell_join(argv), identity});
+    job.key = hash_key({"compile-v1", output_relevant_command(argv), identity});
     job.cacheable = true;
     job.tool_identity = kind == JobKind::compile_cuda ? nvcc_identity : cxx_identity;
     job.path_roots = roots;
@@ -272,8 +286,9 @@ Result<void> plan_compiled_variant(const PlanRequest& request, const VariantBuil
   link_job.deps = object_jobs;
   link_job.key = hash_key({"link-v1", util::shell_join(link), identity});
   link_job.cacheable = true;
-  link_job.tool_identity = cxx_identity + " | torch " + tc.torch.version_string + " " + tc.torch.git_version +
-                           (variant.backend == config::Backend::cuda ? " | cudart " + tc.cuda->version.major_minor() : "");
+  link_job.tool_identity =
+      cxx_identity + " | torch " + tc.torch.version_string + " " + tc.torch.git_version +
+      (variant.backend == config::Backend::cuda ? " | cudart " + tc.cuda->version.major_minor() : "");
   link_job.path_roots = roots;
   size_t link_index = graph.add(std::move(link_job));
 
@@ -313,9 +328,9 @@ Result<void> plan_noarch_variant(const PlanRequest& request, const VariantBuild&
   spec.variant_dir = request.output_dir / name;
   spec.package_dir = request.kernel_dir / "torch-ext" / config.general.python_name();
   spec.python_files = layout::select_python_files(request.package_files, config.noarch.pyext, true);
-  KB_TRY_ASSIGN(spec.ops_py, layout::render_template("torch/noarch/_ops.py.in",
-                                                     {{"PYTHON_NAME", config.general.python_name()},
-                                                      {"UNIQUE_ID", request.unique_id}}));
+  KB_TRY_ASSIGN(spec.ops_py,
+                layout::render_template("torch/noarch/_ops.py.in", {{"PYTHON_NAME", config.general.python_name()},
+                                                                    {"UNIQUE_ID", request.unique_id}}));
   std::string ops = ops_id(config.general.python_name(), backend, request.unique_id);
   spec.metadata = layout::metadata_for(config, backend, ops);
   if (backend == config::Backend::cuda) spec.metadata.archs = config.noarch.cuda_capabilities;

@@ -28,8 +28,7 @@ std::string Variant::name() const {
 std::optional<Variant> Variant::parse(std::string_view name) {
   static const std::regex k_noarch(R"(^torch-(cpu|cuda|rocm|metal|xpu|neuron|tpu)$)");
   // Minor versions are one digit for CUDA (the loader reads the last digit as the minor).
-  static const std::regex k_arch(
-      R"(^torch(\d)(\d+)(-cxx11)?-(cu(\d+)(\d)|cpu)-(x86_64|aarch64)-(linux)$)");
+  static const std::regex k_arch(R"(^torch(\d)(\d+)(-cxx11)?-(cu(\d+)(\d)|cpu)-(x86_64|aarch64)-(linux)$)");
   std::string text(name);
   std::smatch match;
   Variant variant;
@@ -39,15 +38,15 @@ std::optional<Variant> Variant::parse(std::string_view name) {
     return variant;
   }
   if (!std::regex_match(text, match, k_arch)) return std::nullopt;
-  variant.torch = util::Version({static_cast<unsigned>(std::stoul(match[1])),
-                                 static_cast<unsigned>(std::stoul(match[2]))});
+  variant.torch =
+      util::Version({static_cast<unsigned>(std::stoul(match[1])), static_cast<unsigned>(std::stoul(match[2]))});
   variant.cxx11_abi = match[3].matched;
   if (match[4].str() == "cpu") {
     variant.backend = config::Backend::cpu;
   } else {
     variant.backend = config::Backend::cuda;
-    variant.cuda = util::Version({static_cast<unsigned>(std::stoul(match[5])),
-                                  static_cast<unsigned>(std::stoul(match[6]))});
+    variant.cuda =
+        util::Version({static_cast<unsigned>(std::stoul(match[5])), static_cast<unsigned>(std::stoul(match[6]))});
   }
   variant.cpu = match[7];
   variant.os = match[8];

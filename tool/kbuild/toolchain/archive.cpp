@@ -24,7 +24,7 @@ bool is_safe_archive_path(std::string_view name) {
     bool last = slash == std::string_view::npos;
     if (part == "..") return false;
     if (part.empty() && !last) return false;  // "a//b"
-    if (part == "." ) return false;
+    if (part == ".") return false;
     if (last) break;
     start = slash + 1;
   }

@@ -169,12 +169,16 @@ namespace {
 
 json to_json(const Toolchain& t) {
   json j;
-  j["torch"] = {{"version", t.torch.version_string}, {"git", t.torch.git_version}, {"root", t.torch.root},
-                {"cxx11", t.torch.cxx11_abi}, {"openmp", t.torch.openmp}, {"cuda", t.torch.cuda ? t.torch.cuda->str() : ""},
+  j["torch"] = {{"version", t.torch.version_string},
+                {"git", t.torch.git_version},
+                {"root", t.torch.root},
+                {"cxx11", t.torch.cxx11_abi},
+                {"openmp", t.torch.openmp},
+                {"cuda", t.torch.cuda ? t.torch.cuda->str() : ""},
                 {"origin", t.torch.origin}};
   if (t.cuda)
-    j["cuda"] = {{"version", t.cuda->version.str()}, {"root", t.cuda->root}, {"nvcc", t.cuda->nvcc},
-                 {"include", t.cuda->include_dir}, {"lib", t.cuda->lib_dir}, {"origin", t.cuda->origin}};
+    j["cuda"] = {{"version", t.cuda->version.str()}, {"root", t.cuda->root},   {"nvcc", t.cuda->nvcc},
+                 {"include", t.cuda->include_dir},   {"lib", t.cuda->lib_dir}, {"origin", t.cuda->origin}};
   j["cxx"] = {{"path", t.cxx.cxx}, {"version", t.cxx.version}, {"machine", t.cxx.machine}};
   j["python"] = {{"include", t.python.include_dir}, {"version", t.python.version}};
   return j;
@@ -186,7 +190,8 @@ std::optional<Toolchain> from_json(const json& j) {
     const auto& torch = j.at("torch");
     t.torch.version_string = torch.at("version");
     if (!t.torch.version_string.empty())
-      t.torch.version = *util::Version::parse(t.torch.version_string.substr(0, t.torch.version_string.find_first_of("+ab")));
+      t.torch.version =
+          *util::Version::parse(t.torch.version_string.substr(0, t.torch.version_string.find_first_of("+ab")));
     t.torch.git_version = torch.at("git");
     t.torch.root = torch.at("root").get<std::string>();
     t.torch.cxx11_abi = torch.at("cxx11");
@@ -277,8 +282,9 @@ Result<Toolchain> probe_local_toolchain(util::ProcessLauncher& launcher, util::F
   }
   KB_TRY_ASSIGN(toolchain.cuda, probe_cuda(launcher, fs, options.cuda_home));
   if (options.need_cuda && !toolchain.cuda)
-    return fail(toolchain_error("no CUDA toolkit found (nvcc is not on PATH and CUDA_HOME is not set)",
-                                "install the CUDA toolkit, set CUDA_HOME, or build only the cpu backend with --backend cpu"));
+    return fail(
+        toolchain_error("no CUDA toolkit found (nvcc is not on PATH and CUDA_HOME is not set)",
+                        "install the CUDA toolkit, set CUDA_HOME, or build only the cpu backend with --backend cpu"));
   KB_TRY_ASSIGN(toolchain.cxx, probe_host_compiler(launcher, options.cxx));
   if (!options.memo_file.empty()) {
     json memo;

@@ -16,7 +16,7 @@
 namespace kbuild::toolchain {
 
 struct ProbeOptions {
-  std::string python = "python3";  ///< interpreter whose Torch is used
+  std::string python = "python3";        ///< interpreter whose Torch is used
   std::optional<std::string> cuda_home;  ///< CUDA_HOME; else nvcc on PATH
   std::string cxx = "g++";               ///< CXX
   bool need_cuda = false;                ///< fail when no CUDA toolkit is found

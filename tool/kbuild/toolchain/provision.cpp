@@ -1,7 +1,7 @@
 #include "kbuild/toolchain/provision.hpp"
 
-#include <nlohmann/json.hpp>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <cstdlib>
 
@@ -99,19 +99,30 @@ std::vector<std::string> Provisioner::platform_args(bool torch_wheel) const {
 Result<LockedArtifact> Provisioner::resolve(const std::string& package, const std::string& spec, bool torch_wheel) {
   ScratchDir scratch(m_fs, m_options.cache_dir / "tmp", "resolve");
   fs::path report = scratch.path / "report.json";
-  std::vector<std::string> argv = {m_options.python, "-m", "pip", "install", "--dry-run", "--ignore-installed",
-                                   "--no-deps", "--quiet", "--disable-pip-version-check", "--report",
-                                   report.string(), "--target", (scratch.path / "target").string()};
+  std::vector<std::string> argv = {m_options.python,
+                                   "-m",
+                                   "pip",
+                                   "install",
+                                   "--dry-run",
+                                   "--ignore-installed",
+                                   "--no-deps",
+                                   "--quiet",
+                                   "--disable-pip-version-check",
+                                   "--report",
+                                   report.string(),
+                                   "--target",
+                                   (scratch.path / "target").string()};
   auto platform = platform_args(torch_wheel);
   argv.insert(argv.end(), platform.begin(), platform.end());
   argv.push_back(package + "==" + spec);
   m_progress("resolving " + package + "==" + spec + " with pip");
   auto result = m_launcher.run(argv);
-  if (!result) return fail(toolchain_error("cannot run pip: " + result.error().message, "pass --python with pip installed"));
+  if (!result)
+    return fail(toolchain_error("cannot run pip: " + result.error().message, "pass --python with pip installed"));
   if (result->exit_code != 0)
-    return fail(toolchain_error("pip could not resolve " + package + "==" + spec + ":\n" +
-                                    std::string(util::trim(result->err + result->out)),
-                                "check the version exists on your package index (pip index versions " + package + ")"));
+    return fail(toolchain_error(
+        "pip could not resolve " + package + "==" + spec + ":\n" + std::string(util::trim(result->err + result->out)),
+        "check the version exists on your package index (pip index versions " + package + ")"));
   KB_TRY_ASSIGN(std::string text, m_fs.read_file(report));
   try {
     auto j = nlohmann::json::parse(text);
@@ -129,7 +140,7 @@ Result<LockedArtifact> Provisioner::resolve(const std::string& package, const st
 }
 
 Result<std::vector<LockedArtifact>> Provisioner::artifacts(const std::string& component,
-                                                          const util::Version& major_minor) {
+                                                           const util::Version& major_minor) {
   std::string name = toolchain_name(component, major_minor.major_minor());
   if (const auto* locked = m_lock.find(name)) return *locked;
   if (m_options.locked)
@@ -142,8 +153,9 @@ Result<std::vector<LockedArtifact>> Provisioner::artifacts(const std::string& co
     artifacts.push_back(artifact);
   } else {
     if (major_minor.major() < 13)
-      return fail(toolchain_error("CUDA " + major_minor.major_minor() + " cannot be fetched (NVIDIA publishes nvcc wheels for CUDA 13 only)",
-                                  "install it and pass --cuda-toolkit " + major_minor.major_minor() + "=/path/to/cuda"));
+      return fail(toolchain_error(
+          "CUDA " + major_minor.major_minor() + " cannot be fetched (NVIDIA publishes nvcc wheels for CUDA 13 only)",
+          "install it and pass --cuda-toolkit " + major_minor.major_minor() + "=/path/to/cuda"));
     for (const auto& package : cuda_wheel_packages()) {
       KB_TRY_ASSIGN(auto artifact, resolve(package, spec, false));
       artifacts.push_back(artifact);
@@ -158,8 +170,15 @@ Result<fs::path> Provisioner::fetch(const LockedArtifact& artifact) {
   fs::path destination = m_options.cache_dir / "downloads" / artifact.sha256 / artifact.file;
   if (m_fs.stat(destination).is_file) return destination;  // verified when it was stored
   ScratchDir scratch(m_fs, m_options.cache_dir / "tmp", "download");
-  std::vector<std::string> argv = {m_options.python, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
-                                   "--dest", scratch.path.string(), "--progress-bar",
+  std::vector<std::string> argv = {m_options.python,
+                                   "-m",
+                                   "pip",
+                                   "download",
+                                   "--no-deps",
+                                   "--disable-pip-version-check",
+                                   "--dest",
+                                   scratch.path.string(),
+                                   "--progress-bar",
                                    m_options.progress ? "on" : "off"};
   auto platform = platform_args(artifact.package == "torch");
   argv.insert(argv.end(), platform.begin(), platform.end());
@@ -170,7 +189,8 @@ Result<fs::path> Provisioner::fetch(const LockedArtifact& artifact) {
   auto result = m_launcher.run(argv, process_options);
   if (!result) return fail(toolchain_error("cannot run pip: " + result.error().message));
   if (result->exit_code != 0)
-    return fail(toolchain_error("pip could not download " + artifact.file + (m_options.progress ? "" : ":\n" + std::string(util::trim(result->err))),
+    return fail(toolchain_error("pip could not download " + artifact.file +
+                                    (m_options.progress ? "" : ":\n" + std::string(util::trim(result->err))),
                                 "check your network and pip configuration (index, proxy)"));
   fs::path downloaded = scratch.path / artifact.file;
   if (!m_fs.stat(downloaded).is_file)
@@ -212,11 +232,13 @@ Result<TorchInstall> Provisioner::torch(const util::Version& major_minor) {
 
 Result<void> Provisioner::verify_toolkit(const CudaToolkit& cuda) {
   ScratchDir scratch(m_fs, m_options.cache_dir / "tmp", "cuda-check");
-  KB_TRY(m_fs.write_file_atomic(scratch.path / "probe.cu",
-                                "#include <cuda_runtime.h>\n__global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\n"
-                                "extern \"C\" int kbuild_probe(float* x) { k<<<1, 32>>>(x); return cudaGetLastError(); }\n"));
-  auto compile = m_launcher.run({cuda.nvcc.string(), "-ccbin", m_options.host_cxx, "-Xcompiler=-fPIC", "-arch=sm_90",
-                                 "-c", (scratch.path / "probe.cu").string(), "-o", (scratch.path / "probe.o").string()});
+  KB_TRY(m_fs.write_file_atomic(
+      scratch.path / "probe.cu",
+      "#include <cuda_runtime.h>\n__global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\n"
+      "extern \"C\" int kbuild_probe(float* x) { k<<<1, 32>>>(x); return cudaGetLastError(); }\n"));
+  auto compile =
+      m_launcher.run({cuda.nvcc.string(), "-ccbin", m_options.host_cxx, "-Xcompiler=-fPIC", "-arch=sm_90", "-c",
+                      (scratch.path / "probe.cu").string(), "-o", (scratch.path / "probe.o").string()});
   if (!compile || compile->exit_code != 0)
     return fail(toolchain_error("the CUDA " + cuda.version.str() + " toolkit at " + cuda.root.string() +
                                     " cannot compile a kernel:\n" + (compile ? compile->out + compile->err : ""),
@@ -243,7 +265,8 @@ Result<CudaToolkit> Provisioner::cuda(const util::Version& major_minor, const st
   std::string combined;
   for (const auto& a : artifacts) combined += a.sha256;
   std::string version = artifacts.front().version;  // nvidia-cuda-nvcc's
-  fs::path root = m_options.cache_dir / "toolchains" / ("cuda-" + version + "-" + util::sha256_hex(combined).substr(0, 12));
+  fs::path root =
+      m_options.cache_dir / "toolchains" / ("cuda-" + version + "-" + util::sha256_hex(combined).substr(0, 12));
   if (!m_fs.stat(root / ".complete").is_file) {
     fs::path staging = util::temp_sibling(root);
     (void)m_fs.remove_all(staging);

@@ -18,8 +18,6 @@ std::string Toolchain::identity() const {
   return hasher.finish_hex().substr(0, 16);
 }
 
-std::string cxx_standard_for(const util::Version& torch) {
-  return torch >= util::Version({2, 12}) ? "c++20" : "c++17";
-}
+std::string cxx_standard_for(const util::Version& torch) { return torch >= util::Version({2, 12}) ? "c++20" : "c++17"; }
 
 }  // namespace kbuild::toolchain

@@ -16,16 +16,16 @@ namespace kbuild::toolchain {
 namespace fs = std::filesystem;
 
 struct TorchInstall {
-  util::Version version;        ///< e.g. 2.11.0
-  std::string version_string;   ///< torch.__version__, e.g. "2.11.0+cu130"
-  std::string git_version;      ///< torch.version.git_version
-  fs::path root;                ///< the torch package directory
+  util::Version version;       ///< e.g. 2.11.0
+  std::string version_string;  ///< torch.__version__, e.g. "2.11.0+cu130"
+  std::string git_version;     ///< torch.version.git_version
+  fs::path root;               ///< the torch package directory
   bool cxx11_abi = true;
   std::optional<util::Version> cuda;  ///< CUDA version Torch was built with (torch.version.cuda)
   /// ATen parallelises with OpenMP (ATen/Config.h: AT_PARALLEL_OPENMP 1): translation units that
   /// use at::parallel_for must be compiled with -fopenmp, or it silently runs on one thread.
   bool openmp = false;
-  std::string origin;           ///< where it came from: "python:<exe>" or "wheel:<file>"
+  std::string origin;  ///< where it came from: "python:<exe>" or "wheel:<file>"
 
   std::vector<fs::path> include_dirs() const;
   fs::path lib_dir() const { return root / "lib"; }
@@ -36,14 +36,14 @@ struct CudaToolkit {
   fs::path root;          ///< contains bin/nvcc
   fs::path nvcc;
   fs::path include_dir;
-  fs::path lib_dir;       ///< where libcudart.so is
-  std::string origin;     ///< "system", "wheels", "user"
+  fs::path lib_dir;    ///< where libcudart.so is
+  std::string origin;  ///< "system", "wheels", "user"
 };
 
 struct HostCompiler {
   fs::path cxx;
-  std::string version;   ///< -dumpfullversion
-  std::string machine;   ///< -dumpmachine
+  std::string version;  ///< -dumpfullversion
+  std::string machine;  ///< -dumpmachine
 };
 
 struct PythonHeaders {

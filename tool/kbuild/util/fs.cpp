@@ -49,12 +49,10 @@ Result<std::string> RealFileSystem::read_file(const fs::path& path) const {
 fs::path temp_sibling(const fs::path& path) {
   static std::atomic<unsigned> counter{0};
   return path.parent_path() /
-         ("." + path.filename().string() + ".tmp" + std::to_string(::getpid()) + "-" +
-          std::to_string(counter++));
+         ("." + path.filename().string() + ".tmp" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
 }
 
-Result<void> RealFileSystem::write_file_atomic(const fs::path& path, std::string_view content,
-                                               bool executable) {
+Result<void> RealFileSystem::write_file_atomic(const fs::path& path, std::string_view content, bool executable) {
   if (path.has_parent_path()) KB_TRY(make_dirs(path.parent_path()));
   fs::path temp = temp_sibling(path);
   int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, executable ? 0755 : 0644);
@@ -86,11 +84,9 @@ Result<std::vector<DirEntry>> RealFileSystem::list_dir(const fs::path& path) con
   std::vector<DirEntry> entries;
   for (const auto& entry : it) {
     std::error_code ignored;
-    entries.push_back({entry.path().filename().string(), entry.is_directory(ignored),
-                       entry.is_regular_file(ignored)});
+    entries.push_back({entry.path().filename().string(), entry.is_directory(ignored), entry.is_regular_file(ignored)});
   }
-  std::sort(entries.begin(), entries.end(),
-            [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
+  std::sort(entries.begin(), entries.end(), [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
   return entries;
 }
 

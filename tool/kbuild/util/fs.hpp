@@ -36,8 +36,7 @@ class FileSystem {
   virtual Result<std::string> read_file(const fs::path& path) const = 0;
   /// Writes `content` to a temporary sibling, then renames it over `path`: readers see the old or
   /// the new content, never a partial file. Creates missing parent directories.
-  virtual Result<void> write_file_atomic(const fs::path& path, std::string_view content,
-                                         bool executable = false) = 0;
+  virtual Result<void> write_file_atomic(const fs::path& path, std::string_view content, bool executable = false) = 0;
   /// Entries of a directory, sorted by name. Error if it is not a readable directory.
   virtual Result<std::vector<DirEntry>> list_dir(const fs::path& path) const = 0;
   virtual Result<void> make_dirs(const fs::path& path) = 0;
@@ -52,8 +51,7 @@ class RealFileSystem final : public FileSystem {
  public:
   FileStat stat(const fs::path& path) const override;
   Result<std::string> read_file(const fs::path& path) const override;
-  Result<void> write_file_atomic(const fs::path& path, std::string_view content,
-                                 bool executable = false) override;
+  Result<void> write_file_atomic(const fs::path& path, std::string_view content, bool executable = false) override;
   Result<std::vector<DirEntry>> list_dir(const fs::path& path) const override;
   Result<void> make_dirs(const fs::path& path) override;
   Result<void> remove_all(const fs::path& path) override;

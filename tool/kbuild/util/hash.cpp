@@ -50,9 +50,7 @@ std::string Hasher::finish_hex() { return to_hex(finish_raw()); }
 
 std::string sha256_hex(std::string_view bytes) { return Hasher().update(bytes).finish_hex(); }
 
-std::string sha1_hex(std::string_view bytes) {
-  return Hasher(Hasher::Algorithm::sha1).update(bytes).finish_hex();
-}
+std::string sha1_hex(std::string_view bytes) { return Hasher(Hasher::Algorithm::sha1).update(bytes).finish_hex(); }
 
 Result<std::string> sha256_file_raw(const std::filesystem::path& path) {
   std::FILE* file = std::fopen(path.c_str(), "rb");
@@ -104,8 +102,7 @@ bool from_hex(std::string_view hex, std::string& out) {
   return true;
 }
 
-static constexpr char k_base64[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+static constexpr char k_base64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 std::string base64_encode(std::string_view raw) {
   std::string out;

@@ -41,8 +41,7 @@ std::map<std::string, std::string> current_environment() {
   return env;
 }
 
-Result<ProcessResult> RealProcessLauncher::run(const std::vector<std::string>& argv,
-                                               const ProcessOptions& options) {
+Result<ProcessResult> RealProcessLauncher::run(const std::vector<std::string>& argv, const ProcessOptions& options) {
   if (argv.empty()) return fail("internal error: empty command");
   auto program = find_program(argv[0]);
   if (!program) return fail("program not found: " + argv[0], "", ExitCode::toolchain);

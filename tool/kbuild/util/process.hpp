@@ -31,14 +31,12 @@ class ProcessLauncher {
  public:
   virtual ~ProcessLauncher() = default;
   /// Runs argv (argv[0] looked up on PATH when it has no '/'). Error only if it could not start.
-  virtual Result<ProcessResult> run(const std::vector<std::string>& argv,
-                                    const ProcessOptions& options = {}) = 0;
+  virtual Result<ProcessResult> run(const std::vector<std::string>& argv, const ProcessOptions& options = {}) = 0;
 };
 
 class RealProcessLauncher final : public ProcessLauncher {
  public:
-  Result<ProcessResult> run(const std::vector<std::string>& argv,
-                            const ProcessOptions& options = {}) override;
+  Result<ProcessResult> run(const std::vector<std::string>& argv, const ProcessOptions& options = {}) override;
 };
 
 /// Looks `program` up on PATH (or returns it when it contains '/'); nullopt when not found.

@@ -23,9 +23,7 @@ std::optional<Version> Version::parse(std::string_view text) {
   return Version(std::move(parts));
 }
 
-std::string Version::major_minor() const {
-  return std::to_string(major()) + "." + std::to_string(minor());
-}
+std::string Version::major_minor() const { return std::to_string(major()) + "." + std::to_string(minor()); }
 
 std::string Version::str() const {
   std::string out;
