@@ -204,8 +204,13 @@ def test_dry_run_plans_without_writing(built_kernel, hub, tmp_path):
 
 def test_tag_and_build_are_validated_before_any_request(built_kernel, hub, tmp_path):
     for tag, message in (("1.0.0", "is not a release tag"), ("v2.0.0", "does not match the kernel's version 1")):
-        result = publish(built_kernel, hub, tmp_path, "--tag", tag, "--repo-id", f"{ORG}/never", check=False)
-        assert result.returncode == 2 and message in result.stderr, result.stderr
+        for token in (TOKEN, None):  # the local checks come first, before the need for a token
+            result = publish(built_kernel, hub, tmp_path, "--tag", tag, "--repo-id", f"{ORG}/never", token=token,
+                             check=False)
+            assert result.returncode == 2 and message in result.stderr, result.stderr
+    result = publish(built_kernel, hub, tmp_path, "--tag", "v1.0.0", "--repo-id", f"{ORG}/never", token=None,
+                     check=False)
+    assert result.returncode == 2 and "no Hub token found" in result.stderr, result.stderr
     tampered = tmp_path / "tampered"
     shutil.copytree(built_kernel, tampered, ignore=shutil.ignore_patterns(".kbuild"))
     ops = next((tampered / "build").glob("*cpu*/_ops.py"))

@@ -4,10 +4,13 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <thread>
 
 #include "kbuild/cli/command.hpp"
+#include "kbuild/util/strings.hpp"
 
 namespace kbuild::cli {
 
@@ -38,6 +41,44 @@ void print_error(const Error& error) {
   fmt::print(stderr, "kbuild: error: {}\n", error.message);
   if (!error.hint.empty()) fmt::print(stderr, "  hint: {}\n", error.hint);
 }
+
+// Repeatable options take one value per occurrence, so that `--variant NAME KERNEL_DIR` leaves
+// KERNEL_DIR to the positional argument (CLI11 lets vector options swallow what follows).
+void one_value_per_option(CLI::App& app) {
+  for (CLI::Option* option : app.get_options())
+    if (option->nonpositional()) option->allow_extra_args(false);
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) one_value_per_option(*sub);
+}
+
+// The command path named on the command line ("publish", "hub serve"), for "see --help" hints.
+std::string command_path(CLI::App& app, int argc, char** argv) {
+  std::string path;
+  CLI::App* current = &app;
+  for (int i = 1; i < argc; ++i) {
+    if (argv[i][0] == '-') continue;
+    CLI::App* sub = nullptr;
+    try {
+      sub = current->get_subcommand(argv[i]);
+    } catch (const CLI::OptionNotFound&) {
+      break;
+    }
+    path += (path.empty() ? "" : " ") + std::string(argv[i]);
+    current = sub;
+  }
+  return path;
+}
+
+// The first word that should be a command but is not one.
+std::optional<Error> unknown_command(CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return std::nullopt;
+  std::vector<std::string> names;
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) names.push_back(sub->get_name());
+  if (std::find(names.begin(), names.end(), argv[1]) != names.end()) return std::nullopt;
+  std::string suggestion = util::closest_match(argv[1], names);
+  return Error{ExitCode::usage, fmt::format("unknown command '{}'", argv[1]),
+               suggestion.empty() ? "commands: " + util::join(names, ", ") + " (kbuild --help)"
+                                  : "did you mean `kbuild " + suggestion + "`?"};
+}
 }  // namespace
 
 int run(int argc, char** argv) {
@@ -52,11 +93,19 @@ int run(int argc, char** argv) {
        {register_init, register_build, register_variants, register_check, register_clean, register_toolchains,
         register_cache, register_config, register_publish, register_whoami, register_hub})
     registrar(app, action);
+  one_value_per_option(app);
+  if (auto error = unknown_command(app, argc, argv)) {
+    print_error(*error);
+    return static_cast<int>(ExitCode::usage);
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    return code == 0 ? 0 : static_cast<int>(ExitCode::usage);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    std::string command = command_path(app, argc, argv);
+    print_error(
+        {ExitCode::usage, e.what(), command.empty() ? "see `kbuild --help`" : "see `kbuild " + command + " --help`"});
+    return static_cast<int>(ExitCode::usage);
   }
   if (!action) return static_cast<int>(ExitCode::usage);
   util::RealFileSystem fs;

@@ -12,8 +12,17 @@
 
 namespace kbuild::cli {
 
+Result<void> require_kernel_dir(const util::FileSystem& fs, const std::filesystem::path& kernel_dir) {
+  const char* hint = "pass the kernel directory (the one containing build.toml), or create one with `kbuild init`";
+  if (!fs.stat(kernel_dir).is_dir) return fail(kernel_dir.string() + " is not a directory", hint, ExitCode::usage);
+  if (!fs.stat(kernel_dir / "build.toml").exists)
+    return fail("no build.toml in " + kernel_dir.string(), hint, ExitCode::usage);
+  return {};
+}
+
 Result<config::KernelConfig> load_config_reporting(const util::FileSystem& fs,
                                                    const std::filesystem::path& kernel_dir) {
+  KB_TRY(require_kernel_dir(fs, kernel_dir));
   auto outcome = config::load_kernel_config(fs, kernel_dir);
   std::string text = config::format_diagnostics(outcome.diagnostics);
   if (!text.empty()) fmt::print(stderr, "{}", text);

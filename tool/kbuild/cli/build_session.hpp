@@ -14,8 +14,11 @@
 
 namespace kbuild::cli {
 
+/// Error (exit code 2) unless `kernel_dir` is a directory holding a build.toml.
+Result<void> require_kernel_dir(const util::FileSystem& fs, const std::filesystem::path& kernel_dir);
+
 /// Loads <kernel_dir>/build.toml; prints every diagnostic to stderr; error (exit code 2) when any
-/// is an error.
+/// is an error, or when there is no build.toml.
 Result<config::KernelConfig> load_config_reporting(const util::FileSystem& fs, const std::filesystem::path& kernel_dir);
 
 struct BuildIdentity {

@@ -43,8 +43,6 @@ Result<ExitCode> run_publish(const PublishCliOptions& options, Services& service
   auto kernel_dir = absolute_dir(options.kernel_dir);
   KB_TRY_ASSIGN(config::KernelConfig config, load_config_reporting(services.fs, kernel_dir));
   HubSession hub = open_hub(services.fs, options.endpoint, options.verbose);
-  if (!hub.token && !options.dry_run)
-    return fail(Error{ExitCode::usage, "no Hub token found", "set HF_TOKEN or log in with huggingface-cli login"});
 
   hub::PublishOptions publish;
   publish.kernel_dir = kernel_dir;
@@ -54,6 +52,7 @@ Result<ExitCode> run_publish(const PublishCliOptions& options, Services& service
   publish.create_pr = options.create_pr;
   publish.dry_run = options.dry_run;
   publish.force = options.force;
+  publish.has_token = hub.token.has_value();
 
   const bool terminal = is_smart_terminal(stderr) && !options.json;
   auto start = std::chrono::steady_clock::now();

@@ -196,6 +196,8 @@ Result<PublishOutcome> publish(HubClient& client, util::FileSystem& fs, const co
         usage("no repository to publish to", "pass --repo-id org/name or set [general.hub] repo-id in build.toml"));
   if (!std::regex_match(repo_id, k_repo) || repo_id.find("..") != std::string::npos)
     return fail(usage("\"" + repo_id + "\" is not a repository id", "use org/name"));
+  if (!options.has_token && !options.dry_run)
+    return fail(usage("no Hub token found", "set HF_TOKEN or log in with huggingface-cli login"));
   RepoRef repo{options.repo_type, repo_id};
   std::string branch = "v" + std::to_string(inventory.version);
 

@@ -35,6 +35,9 @@ struct PublishOptions {
   bool create_pr = false;
   bool dry_run = false;
   bool force = false;
+  /// Whether the client has a token. Publishing (not --dry-run) needs one; checked after the local
+  /// validation, so that a wrong tag or a bad build is reported first.
+  bool has_token = true;
 };
 
 struct PlannedBranch {
