@@ -284,7 +284,10 @@ def test_clean_removes_intermediates_and_with_all_the_build(kernel_copy):
     assert (kernel_copy / ".kbuild").is_dir()
     run_kbuild("clean", kernel_copy)
     assert not (kernel_copy / ".kbuild").exists() and (kernel_copy / "build").is_dir()
+    assert run_kbuild("clean", kernel_copy, "--all", "-n").stdout == f"would remove {kernel_copy / 'build'}\n"
+    assert (kernel_copy / "build").is_dir()
     run_kbuild("clean", kernel_copy, "--all")
     assert not (kernel_copy / "build").exists()
+    assert run_kbuild("clean", kernel_copy, "--all").stdout == f"nothing to remove in {kernel_copy}\n"
     result = run_kbuild("clean", kernel_copy / "torch-ext", check=False)
     assert result.returncode == 2 and "not a kernel directory" in result.stderr

@@ -21,8 +21,10 @@ Result<ExitCode> run_clean(const CleanOptions& options, Services& services) {
                 "run kbuild clean inside the kernel directory or pass it as an argument", ExitCode::usage);
   std::vector<std::filesystem::path> targets = {kernel_dir / ".kbuild"};
   if (options.all) targets.push_back(kernel_dir / "build");
+  bool found = false;
   for (const auto& target : targets) {
     if (!services.fs.stat(target).exists) continue;
+    found = true;
     if (options.dry_run) {
       fmt::print("would remove {}\n", target.string());
       continue;
@@ -30,6 +32,7 @@ Result<ExitCode> run_clean(const CleanOptions& options, Services& services) {
     KB_TRY(services.fs.remove_all(target));
     fmt::print("removed {}\n", target.string());
   }
+  if (!found) fmt::print("nothing to remove in {}\n", kernel_dir.string());
   return ExitCode::ok;
 }
 
