@@ -42,6 +42,25 @@ def copy_kernel(destination: Path, source: Path = IMG2GRAY, init_git: bool = Tru
     return destination
 
 
+@pytest.fixture(scope="session", autouse=True)
+def private_compile_cache(tmp_path_factory):
+    """Every kbuild the tests run uses a compile cache of this session's own, so that results neither
+    depend on nor add to the user's cache; the fetched toolchains and their downloads (gigabytes)
+    are shared with the user's cache by symlink."""
+    user_cache = Path(os.environ.get("KBUILD_CACHE", Path.home() / ".cache" / "kbuild"))
+    cache = tmp_path_factory.mktemp("kbuild-cache")
+    for shared in ("toolchains", "downloads"):
+        (user_cache / shared).mkdir(parents=True, exist_ok=True)
+        (cache / shared).symlink_to(user_cache / shared)
+    previous = os.environ.get("KBUILD_CACHE")
+    os.environ["KBUILD_CACHE"] = str(cache)
+    yield cache
+    if previous is None:
+        del os.environ["KBUILD_CACHE"]
+    else:
+        os.environ["KBUILD_CACHE"] = previous
+
+
 @pytest.fixture
 def kernel_copy(tmp_path):
     return copy_kernel(tmp_path / "img2gray")
