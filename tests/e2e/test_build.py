@@ -110,6 +110,8 @@ def test_no_op_rebuild_does_nothing(built_kernel):
     # -j only changes how many commands (and nvcc threads) run at once, not what they produce.
     result = run_kbuild(*build_args(built_kernel, "-j", "1"))
     assert result.stdout.startswith("kbuild: no work to do"), result.stdout
+    result = run_kbuild(*build_args(built_kernel, "-q"))
+    assert result.stdout == "" and result.stderr == "", result
     assert {p: p.stat().st_mtime_ns for p in (built_kernel / "build").rglob("*")} == before
 
 

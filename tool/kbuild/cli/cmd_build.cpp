@@ -260,7 +260,7 @@ void register_build(CLI::App& app, CommandAction& action) {
   cmd->add_option("kernel_dir", options->kernel_dir, "Kernel directory (contains build.toml)")->capture_default_str();
   cmd->add_option("-j,--jobs", options->jobs, "Parallel jobs (default: number of CPUs)");
   cmd->add_flag("-v,--verbose", options->verbose, "Print every command");
-  cmd->add_flag("-q,--quiet", options->quiet, "Only print errors");
+  cmd->add_flag("-q,--quiet", options->quiet, "Print only warnings and errors");
   cmd->add_flag("-k,--keep-going", options->keep_going, "Keep building what does not depend on a failed job");
   cmd->add_flag("--explain", options->explain, "Say why each job is rebuilt");
   cmd->add_option("--python", options->python, "Python interpreter whose torch is used (default: python3 on PATH)");
