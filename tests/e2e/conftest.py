@@ -13,6 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 KBUILD = Path(os.environ.get("KBUILD_BIN", ROOT / ".build" / "tool" / "kbuild"))
 PYTHON = sys.executable
 IMG2GRAY = ROOT / "kernels" / "img2gray"
+USER_CACHE = Path(os.environ.get("KBUILD_CACHE", Path.home() / ".cache" / "kbuild"))
 
 
 def run_kbuild(*args, cwd=None, check=True, env=None, timeout=900):
@@ -42,23 +43,24 @@ def copy_kernel(destination: Path, source: Path = IMG2GRAY, init_git: bool = Tru
     return destination
 
 
+def empty_compile_cache(directory: Path) -> Path:
+    """A KBUILD_CACHE with no compiled objects that shares the user's fetched toolchains and
+    downloads (gigabytes) by symlink."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for shared in ("toolchains", "downloads"):
+        (USER_CACHE / shared).mkdir(parents=True, exist_ok=True)
+        (directory / shared).symlink_to(USER_CACHE / shared)
+    return directory
+
+
 @pytest.fixture(scope="session", autouse=True)
 def private_compile_cache(tmp_path_factory):
     """Every kbuild the tests run uses a compile cache of this session's own, so that results neither
-    depend on nor add to the user's cache; the fetched toolchains and their downloads (gigabytes)
-    are shared with the user's cache by symlink."""
-    user_cache = Path(os.environ.get("KBUILD_CACHE", Path.home() / ".cache" / "kbuild"))
-    cache = tmp_path_factory.mktemp("kbuild-cache")
-    for shared in ("toolchains", "downloads"):
-        (user_cache / shared).mkdir(parents=True, exist_ok=True)
-        (cache / shared).symlink_to(user_cache / shared)
-    previous = os.environ.get("KBUILD_CACHE")
-    os.environ["KBUILD_CACHE"] = str(cache)
-    yield cache
-    if previous is None:
-        del os.environ["KBUILD_CACHE"]
-    else:
-        os.environ["KBUILD_CACHE"] = previous
+    depend on nor add to the user's cache."""
+    cache = empty_compile_cache(tmp_path_factory.mktemp("kbuild-cache"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("KBUILD_CACHE", str(cache))
+        yield cache
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PYTHON, build_args, copy_kernel, git, run_kbuild, variant_dirs
+from conftest import PYTHON, build_args, copy_kernel, empty_compile_cache, git, run_kbuild, variant_dirs
 
 pytestmark = pytest.mark.slow
 
@@ -93,9 +93,7 @@ def test_no_op_and_full_rebuild_from_the_cache(matrix_kernel):
 
 def test_a_cu_without_torch_headers_compiles_once_per_cuda_version(tmp_path):
     kernel = copy_kernel(tmp_path / "img2gray")
-    cache = tmp_path / "cache"
-    cache.mkdir()  # an empty compile cache that shares the fetched toolchains
-    (cache / "toolchains").symlink_to(Path(os.environ.get("KBUILD_CACHE", Path.home() / ".cache" / "kbuild")) / "toolchains")
+    cache = empty_compile_cache(tmp_path / "cache")
     env = dict(os.environ, KBUILD_CACHE=str(cache))
     first = run_kbuild(*build_args(kernel, "--variant", "torch211-cxx11-cu130-x86_64-linux"), env=env).stdout
     assert re.search(r"^\[\d+/\d+\] CUDA img2gray_cuda/img2gray.cu  \[torch211-cxx11-cu130-x86_64-linux\]$", first, re.M)

@@ -198,7 +198,7 @@ TEST_F(PlanFixture, CompileConventions) {
   EXPECT_TRUE(has(cu->argv, "arch=compute_90,code=sm_90"));
   EXPECT_TRUE(has(cu->argv, "arch=compute_100,code=sm_100"));
   EXPECT_FALSE(has(cu->argv, "arch=compute_75,code=sm_75"));
-  EXPECT_TRUE(has(cu->argv, "--threads"));
+  EXPECT_TRUE(has(cu->command_line(), "--threads"));
   EXPECT_TRUE(has(cu->argv, "-MD"));
   EXPECT_EQ(cu->outputs.front(), "/k/.kbuild/torch211-cxx11-cu130-x86_64-linux/obj/gray/gray.cu.o");
   EXPECT_EQ(*cu->temp_output, "/k/.kbuild/torch211-cxx11-cu130-x86_64-linux/obj/gray/gray.cu.o.tmp");
@@ -252,7 +252,7 @@ TEST_F(PlanFixture, NvccParallelismIsNotPartOfTheKey) {
   for (size_t i = 0; i < first->jobs.size(); ++i) {
     if (first->jobs[i].kind != JobKind::compile_cuda) continue;
     ++cuda_jobs;
-    EXPECT_NE(first->jobs[i].argv, second->jobs[i].argv);
+    EXPECT_NE(first->jobs[i].command_line(), second->jobs[i].command_line());
     EXPECT_EQ(first->jobs[i].key, second->jobs[i].key) << first->jobs[i].id;
   }
   EXPECT_GT(cuda_jobs, 0u);

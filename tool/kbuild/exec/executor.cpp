@@ -145,7 +145,7 @@ ExecSummary Executor::run() {
       for (const auto& path : {job.outputs.front(), job.temp_output.value_or(job.outputs.front())})
         (void)m_fs.make_dirs(path.parent_path());
       if (job.temp_output) (void)m_fs.remove_all(*job.temp_output);
-      std::vector<std::string> argv = job.argv;
+      std::vector<std::string> argv = job.command_line();
       bool compile = job.kind == plan::JobKind::compile_cxx || job.kind == plan::JobKind::compile_cuda;
       if (compile && !m_options.launcher.empty())
         argv.insert(argv.begin(), m_options.launcher.begin(), m_options.launcher.end());

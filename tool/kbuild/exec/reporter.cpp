@@ -29,14 +29,15 @@ void TerminalReporter::end_status_line() {
 void TerminalReporter::job_started(const plan::Job& job, size_t started, size_t total, bool cached) {
   if (m_options.quiet) return;
   print_status(fmt::format("[{}/{}] {}{}", started + 1, total, job.description, cached ? " (cached)" : ""));
-  if (m_options.verbose && !cached && !job.argv.empty()) fmt::print(m_options.out, "{}\n", util::shell_join(job.argv));
+  if (m_options.verbose && !cached && !job.argv.empty())
+    fmt::print(m_options.out, "{}\n", util::shell_join(job.command_line()));
 }
 
 void TerminalReporter::job_finished(const plan::Job& job, const JobOutcome& outcome, size_t, size_t) {
   if (!outcome.success) {
     end_status_line();
     fmt::print(m_options.out, "FAILED: {}\n", job.description);
-    if (!job.argv.empty()) fmt::print(m_options.out, "{}\n", util::shell_join(job.argv));
+    if (!job.argv.empty()) fmt::print(m_options.out, "{}\n", util::shell_join(job.command_line()));
     if (!outcome.error.empty()) fmt::print(m_options.out, "{}\n", outcome.error);
     if (!outcome.output.empty()) fmt::print(m_options.out, "{}", outcome.output);
     if (!outcome.output.empty() && outcome.output.back() != '\n') fmt::print(m_options.out, "\n");

@@ -18,6 +18,12 @@ const char* to_string(JobKind kind) {
   return "?";
 }
 
+std::vector<std::string> Job::command_line() const {
+  std::vector<std::string> command = argv;
+  command.insert(command.end(), run_args.begin(), run_args.end());
+  return command;
+}
+
 Result<void> JobGraph::validate() const {
   std::set<std::string> ids;
   std::set<fs::path> outputs;

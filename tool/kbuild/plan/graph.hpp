@@ -32,6 +32,11 @@ struct Job {
 
   /// The command for compile and link jobs; empty for in-process jobs.
   std::vector<std::string> argv;
+  /// Appended to argv when the command runs: how it runs, not what it produces (nvcc's --threads,
+  /// which follows -j). Neither in `key` nor in cache keys, so changing -j rebuilds nothing.
+  std::vector<std::string> run_args;
+  /// The command as it runs: argv + run_args.
+  std::vector<std::string> command_line() const;
   /// For in-process jobs (install): the work itself. Must write its outputs atomically.
   std::function<Result<void>(util::FileSystem&)> action;
 

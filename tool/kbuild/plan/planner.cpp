@@ -44,20 +44,6 @@ std::string hash_key(std::initializer_list<std::string_view> fields) {
   return hasher.finish_hex();
 }
 
-// The command line as far as it decides the output: nvcc's --threads only sets its parallelism, so
-// changing -j must not make CUDA objects stale.
-std::string output_relevant_command(const std::vector<std::string>& argv) {
-  std::vector<std::string> relevant;
-  for (size_t i = 0; i < argv.size(); ++i) {
-    if (argv[i] == "--threads" && i + 1 < argv.size()) {
-      ++i;
-      continue;
-    }
-    relevant.push_back(argv[i]);
-  }
-  return util::shell_join(relevant);
-}
-
 // Flags shared by every translation unit of a variant, for g++ (host) and nvcc.
 struct VariantFlags {
   std::vector<std::string> defines;
@@ -181,6 +167,7 @@ Result<void> plan_compiled_variant(const PlanRequest& request, const VariantBuil
     fs::path temp = object.string() + ".tmp";
     fs::path depfile = object.string() + ".d";
     std::vector<std::string> argv;
+    std::vector<std::string> run_args;  // see Job::run_args
     std::vector<std::string> user_includes;
     for (const auto& inc : unit.includes) user_includes.push_back("-I" + (request.kernel_dir / inc).string());
     if (unit.binding) user_includes.push_back("-I" + generated.string());
@@ -217,10 +204,8 @@ Result<void> plan_compiled_variant(const PlanRequest& request, const VariantBuil
       }
       auto gencode = gencode_flags(unit.archs);
       argv.insert(argv.end(), gencode.begin(), gencode.end());
-      if (request.nvcc_threads > 0) {
-        argv.push_back("--threads");
-        argv.push_back(std::to_string(std::min<size_t>(request.nvcc_threads, unit.archs.size())));
-      }
+      if (request.nvcc_threads > 0)
+        run_args = {"--threads", std::to_string(std::min<size_t>(request.nvcc_threads, unit.archs.size()))};
       for (const auto& flag : unit.cxx_flags) argv.push_back("-Xcompiler=" + flag);
       argv.insert(argv.end(), unit.cuda_flags.begin(), unit.cuda_flags.end());
     }
@@ -237,12 +222,13 @@ Result<void> plan_compiled_variant(const PlanRequest& request, const VariantBuil
     job.variant = name;
     job.kind = kind;
     job.argv = argv;
+    job.run_args = run_args;
     job.inputs = {source_path};
     job.outputs = {object};
     job.temp_output = temp;
     job.depfile = depfile;
     if (unit.binding) job.deps.push_back(generate_job);
-    job.key = hash_key({"compile-v1", output_relevant_command(argv), identity});
+    job.key = hash_key({"compile-v1", util::shell_join(argv), identity});
     job.cacheable = true;
     job.tool_identity = kind == JobKind::compile_cuda ? nvcc_identity : cxx_identity;
     job.path_roots = roots;
