@@ -11,7 +11,7 @@ std::string norm(const std::filesystem::path& path) {
 }  // namespace
 
 void MemFileSystem::put(const std::string& path, std::string content, bool executable) {
-  m_files[norm(path)] = {std::move(content), m_clock += 1000, executable};
+  m_files[norm(path)] = {std::move(content), m_clock += 1000, executable, ""};
 }
 
 Result<void> MemFileSystem::touch(const std::filesystem::path& path) {
@@ -30,9 +30,31 @@ bool MemFileSystem::is_dir(const std::string& path) const {
   return dit != m_dirs.end() && dit->compare(0, prefix.size(), prefix) == 0;
 }
 
+std::string MemFileSystem::follow(const std::string& path) const {
+  std::string p = path;
+  for (int hops = 0; hops < 8; ++hops) {
+    auto it = m_files.find(p);
+    if (it == m_files.end() || it->second.link.empty()) return p;
+    p = norm(std::filesystem::path(p).parent_path() / it->second.link);
+  }
+  return p;
+}
+
+std::string MemFileSystem::link_target(const std::string& path) const {
+  auto it = m_files.find(norm(path));
+  return it == m_files.end() ? "" : it->second.link;
+}
+
+Result<void> MemFileSystem::create_symlink(const std::filesystem::path& target, const std::filesystem::path& link) {
+  std::string p = norm(link);
+  if (m_files.count(p) || is_dir(p)) return fail("cannot create the link " + p + ": File exists");
+  m_files[p] = {"", m_clock += 1000, false, target.string()};
+  return {};
+}
+
 util::FileStat MemFileSystem::stat(const std::filesystem::path& path) const {
   util::FileStat st;
-  std::string p = norm(path);
+  std::string p = follow(norm(path));
   if (auto it = m_files.find(p); it != m_files.end()) {
     st.exists = st.is_file = true;
     st.size = it->second.content.size();
@@ -45,7 +67,7 @@ util::FileStat MemFileSystem::stat(const std::filesystem::path& path) const {
 }
 
 Result<std::string> MemFileSystem::read_file(const std::filesystem::path& path) const {
-  auto it = m_files.find(norm(path));
+  auto it = m_files.find(follow(norm(path)));
   if (it == m_files.end()) return fail("cannot read " + path.string() + ": No such file or directory");
   return it->second.content;
 }

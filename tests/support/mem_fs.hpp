@@ -31,14 +31,21 @@ class MemFileSystem final : public util::FileSystem {
   Result<void> make_dirs(const std::filesystem::path& path) override;
   Result<void> remove_all(const std::filesystem::path& path) override;
   Result<void> rename(const std::filesystem::path& from, const std::filesystem::path& to) override;
+  /// Links are followed by stat and read_file (target resolved against the link's directory).
+  Result<void> create_symlink(const std::filesystem::path& target, const std::filesystem::path& link) override;
+  /// The target of a link created with create_symlink, or "" if `path` is none.
+  std::string link_target(const std::string& path) const;
 
  private:
   struct File {
     std::string content;
     std::int64_t mtime_ns = 0;
     bool executable = false;
+    std::string link;  ///< non-empty: a symbolic link with this target
   };
   bool is_dir(const std::string& path) const;
+  /// The path a link points to (resolved), or `path` itself when it is not a link.
+  std::string follow(const std::string& path) const;
   std::map<std::string, File> m_files;
   std::set<std::string> m_dirs;
   std::vector<std::string> m_written;

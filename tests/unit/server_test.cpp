@@ -480,7 +480,7 @@ TEST_F(RouterTest, PrivateReposAreHiddenAndTokenReadMode) {
   EXPECT_EQ(header(hidden, "X-Error-Code"), "RepoNotFound");
   EXPECT_EQ(call("GET", "/api/models/alice/secret", "", "").status, 404);
 
-  Config strict = router->config();
+  Config strict = *router->config();
   strict.read = ReadAccess::token;
   Router reads_need_token(*store, strict, router->options());
   hub::HttpRequest anonymous;
@@ -821,7 +821,7 @@ TEST_F(RouterTest, OrganizationsXetAndMiscellaneous) {
 
 TEST_F(RouterTest, BodyLimitsAndFileBodies) {
   create("m");
-  Config small = router->config();
+  Config small = *router->config();
   small.limits.max_commit_body = 100;
   Router limited(*store, small, router->options());
   hub::HttpRequest big;
@@ -837,7 +837,7 @@ TEST_F(RouterTest, BodyLimitsAndFileBodies) {
   std::string content(3000, 'z');
   content[1] = '\0';
   std::string oid = util::sha256_hex(content);
-  Config single = router->config();
+  Config single = *router->config();
   single.limits.multipart_chunk = 1 << 20;
   Router router_single(*store, single, router->options());
   auto own = m_root / "caller-file";

@@ -22,6 +22,13 @@ struct ServeOptions {
   std::string log;
 };
 
+struct OrgOptions {
+  std::string root;
+  std::string name;
+  bool trusted = false;
+  bool untrusted = false;
+};
+
 struct TokenOptions {
   std::string root;
   std::string user;
@@ -46,6 +53,10 @@ Result<ExitCode> run_serve(const ServeOptions& options) {
   std::string host = options.host.find(':') != std::string::npos ? "[" + options.host + "]" : options.host;
   std::string address = "http://" + host + ":" + std::to_string(listener->port());
   router_options.base_url = options.base_url.empty() ? address : options.base_url;
+  router_options.config_file = root / "config.toml";
+  router_options.on_config_error = [](const std::string& message) {
+    fmt::print(stderr, "kbuild hub: warning: {}\n", message);
+  };
   bool no_tokens = config.tokens.empty();
   server::Router router(*store, std::move(config), router_options);
 
@@ -66,6 +77,22 @@ Result<ExitCode> run_token(const TokenOptions& options) {
   auto root = absolute_dir(options.root);
   KB_TRY_ASSIGN(std::string token, server::add_token(root, options.user, options.namespaces));
   fmt::print("{}\n", token);
+  return ExitCode::ok;
+}
+
+Result<ExitCode> run_org(const OrgOptions& options) {
+  if (options.trusted == options.untrusted)
+    return fail("say whether the organisation is a trusted kernel publisher", "pass --trusted or --untrusted",
+                ExitCode::usage);
+  auto root = absolute_dir(options.root);
+  KB_TRY_ASSIGN(auto change, server::set_organization(root, options.name, options.trusted));
+  const char* what = change == server::OrganizationChange::added     ? "added"
+                     : change == server::OrganizationChange::updated ? "updated"
+                                                                     : "unchanged";
+  fmt::print(
+      "organisation {} {}: trusted-kernel-publisher = {} ({}/config.toml; a running server applies it at "
+      "once)\n",
+      options.name, what, options.trusted ? "true" : "false", root.string());
   return ExitCode::ok;
 }
 
@@ -92,6 +119,16 @@ void register_hub(CLI::App& app, CommandAction& action) {
   token_cmd->add_option("--namespace", token->namespaces,
                         "Another namespace (organization) the token may write; repeatable");
   token_cmd->callback([token, &action] { action = [token](Services&) { return run_token(*token); }; });
+
+  auto org = std::make_shared<OrgOptions>();
+  CLI::App* org_cmd = hub->add_subcommand(
+      "org", "Declare an organisation in ROOT/config.toml, and whether `kernels` may trust its kernels");
+  org_cmd->add_option("name", org->name, "Organisation (namespace) name")->required();
+  org_cmd->add_option("--root", org->root, "Registry directory (created when missing)")->required();
+  org_cmd->add_flag("--trusted", org->trusted,
+                    "Mark it a trusted kernel publisher (kernels lock / get_kernel accept its kernels)");
+  org_cmd->add_flag("--untrusted", org->untrusted, "Mark it not trusted");
+  org_cmd->callback([org, &action] { action = [org](Services&) { return run_org(*org); }; });
 }
 
 }  // namespace kbuild::cli

@@ -38,6 +38,9 @@ void register_cache(CLI::App& app, CommandAction& action);
 void register_hub(CLI::App& app, CommandAction& action);
 void register_publish(CLI::App& app, CommandAction& action);
 void register_whoami(CLI::App& app, CommandAction& action);
+void register_lock(CLI::App& app, CommandAction& action);
+void register_download(CLI::App& app, CommandAction& action);
+void register_versions(CLI::App& app, CommandAction& action);  ///< versions and info
 
 /// The kbuild version ("0.1.0").
 const char* version();

@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include "kbuild/toolchain/probe.hpp"
 #include "kbuild/util/process.hpp"
 
 namespace kbuild::cli {
@@ -17,6 +18,13 @@ HubSession open_hub(const util::FileSystem& fs, const std::optional<std::string>
       std::make_unique<hub::HubClient>(*session.transport, hub::resolve_endpoint(endpoint, env), session.token,
                                        hub::RetryPolicy{}, hub::HubClient::Sleeper{}, logger);
   return session;
+}
+
+Result<lock::SystemFacts> probe_system_facts(util::ProcessLauncher& launcher, const util::FileSystem& fs,
+                                             const std::string& python) {
+  toolchain::PythonHeaders headers;
+  KB_TRY_ASSIGN(auto torch, toolchain::probe_torch_from_python(launcher, fs, python, headers));
+  return lock::linux_system_facts(torch, util::current_machine());
 }
 
 }  // namespace kbuild::cli

@@ -8,7 +8,9 @@
 
 #include "kbuild/hub/client.hpp"
 #include "kbuild/hub/curl_transport.hpp"
+#include "kbuild/lock/variant_select.hpp"
 #include "kbuild/util/fs.hpp"
+#include "kbuild/util/process.hpp"
 
 namespace kbuild::cli {
 
@@ -19,5 +21,10 @@ struct HubSession {
 };
 
 HubSession open_hub(const util::FileSystem& fs, const std::optional<std::string>& endpoint, bool verbose);
+
+/// What the `kernels` loader would see on this machine, from the Torch of `python`; an error (exit
+/// code 3) when that interpreter has no usable Torch.
+Result<lock::SystemFacts> probe_system_facts(util::ProcessLauncher& launcher, const util::FileSystem& fs,
+                                             const std::string& python);
 
 }  // namespace kbuild::cli

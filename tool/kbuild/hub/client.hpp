@@ -6,6 +6,7 @@
 // in logs or errors.
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <optional>
@@ -38,12 +39,35 @@ struct CommitResult {
   std::optional<std::string> pull_request_url;
 };
 
+/// An entry of a (non-recursive) folder listing.
+struct TreeEntry {
+  std::string path;  ///< from the repository root
+  bool is_dir = false;
+  std::string oid;  ///< git blob id for files, tree id for folders
+  std::uint64_t size = 0;
+  std::optional<std::string> lfs_sha256;
+};
+
+/// GET /api/organizations/<name>/overview, the part kbuild reads.
+struct OrganizationOverview {
+  std::string name;
+  bool trusted_kernel_publisher = false;
+};
+
+/// What a file download answered besides the bytes.
+struct DownloadedFile {
+  std::string etag;    ///< the Hub's ETag without quotes: the LFS sha256, or the git blob id
+  std::string commit;  ///< X-Repo-Commit: the commit the revision resolved to
+  std::uint64_t size = 0;
+};
+
 /// Traffic counters of a client, for --json and benchmarks.
 struct TrafficStats {
   std::uint64_t requests = 0;
   std::uint64_t lfs_objects_uploaded = 0;
   std::uint64_t lfs_bytes_uploaded = 0;
   std::uint64_t inline_bytes = 0;
+  std::uint64_t bytes_downloaded = 0;
 };
 
 class HubClient {
@@ -66,8 +90,22 @@ class HubClient {
   Result<void> create_branch(const RepoRef& repo, const std::string& branch, const std::optional<std::string>& from);
   Result<void> create_tag(const RepoRef& repo, const std::string& revision, const std::string& tag);
   Result<void> delete_tag(const RepoRef& repo, const std::string& tag);
-  /// Every file of the tree at `revision`, recursively (follows pagination).
-  Result<std::vector<RemoteFile>> list_tree(const RepoRef& repo, const std::string& revision);
+  /// Every file of the tree at `revision` (below `path` when given), recursively (follows pagination).
+  Result<std::vector<RemoteFile>> list_tree(const RepoRef& repo, const std::string& revision,
+                                            const std::string& path = "");
+  /// The entries directly under `path` at `revision` (follows pagination). A missing folder is an
+  /// empty listing; a missing repository or revision is an error.
+  Result<std::vector<TreeEntry>> list_folder(const RepoRef& repo, const std::string& revision, const std::string& path);
+  /// The overview of an organisation; nullopt when there is none of that name (404).
+  Result<std::optional<OrganizationOverview>> organization_overview(const std::string& name);
+  /// Downloads a small file (at most `max_bytes`) into memory.
+  Result<std::string> download_text(const RepoRef& repo, const std::string& revision, const std::string& path,
+                                    std::uint64_t max_bytes = 16 << 20);
+  /// Downloads a file to `destination` (streamed; created or truncated). Redirects are followed;
+  /// the token is only sent to the endpoint's own host. On error `destination` may hold a partial
+  /// file: the caller owns it.
+  Result<DownloadedFile> download_file(const RepoRef& repo, const std::string& revision, const std::string& path,
+                                       const std::filesystem::path& destination);
   /// The server's upload mode per file (asked 256 files at a time).
   Result<std::map<std::string, UploadMode>> preupload(const RepoRef& repo, const std::string& revision,
                                                       const std::vector<LocalFile>& files);
@@ -92,6 +130,10 @@ class HubClient {
   Error error_for(const HttpResponse& response, const Call& call) const;
   std::string api(const RepoRef& repo) const;
   std::string prefix(const RepoRef& repo) const;
+  std::string resolve_url(const RepoRef& repo, const std::string& revision, const std::string& path) const;
+  /// GET that follows up to 5 redirects, with the token only for the endpoint's host.
+  std::expected<HttpResponse, Error> get_following(HttpRequest request, const std::string& what,
+                                                   Headers* first_headers = nullptr);
   void log(const std::string& line) const;
 
   HttpTransport& m_transport;

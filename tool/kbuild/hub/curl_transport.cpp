@@ -35,9 +35,35 @@ size_t read_body(char* buffer, size_t size, size_t count, void* user) {
   return n;
 }
 
+// Where a response body goes: memory, or a file when the request asks for one and the status is 2xx
+// (decided at the first byte, when the status line has been read).
+struct ResponseSink {
+  CURL* curl = nullptr;
+  std::string* memory = nullptr;
+  const std::filesystem::path* file_path = nullptr;
+  std::FILE* file = nullptr;
+  bool decided = false;
+  bool failed = false;
+};
+
 size_t write_body(char* data, size_t size, size_t count, void* user) {
-  static_cast<std::string*>(user)->append(data, size * count);
-  return size * count;
+  auto* sink = static_cast<ResponseSink*>(user);
+  size_t n = size * count;
+  if (!sink->decided) {
+    sink->decided = true;
+    long status = 0;
+    curl_easy_getinfo(sink->curl, CURLINFO_RESPONSE_CODE, &status);
+    if (sink->file_path && status >= 200 && status < 300) {
+      sink->file = std::fopen(sink->file_path->c_str(), "wb");
+      if (!sink->file) {
+        sink->failed = true;
+        return 0;  // aborts the transfer
+      }
+    }
+  }
+  if (sink->file) return std::fwrite(data, 1, n, sink->file) == n ? n : 0;
+  sink->memory->append(data, n);
+  return n;
 }
 
 size_t write_header(char* data, size_t size, size_t count, void* user) {
@@ -92,8 +118,12 @@ std::expected<HttpResponse, TransportError> CurlTransport::send(const HttpReques
   if (request.timeout_seconds > 0)
     curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(request.timeout_seconds * 1000));
   curl_easy_setopt(curl, CURLOPT_USERAGENT, "kbuild/0.1.0");
+  ResponseSink sink;
+  sink.curl = curl;
+  sink.memory = &response.body;
+  if (request.response_file) sink.file_path = &*request.response_file;
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, write_body);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &response.body);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &sink);
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, write_header);
   curl_easy_setopt(curl, CURLOPT_HEADERDATA, &response.headers);
   curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, "");  // whatever the server compresses, decoded
@@ -145,6 +175,13 @@ std::expected<HttpResponse, TransportError> CurlTransport::send(const HttpReques
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
   curl_slist_free_all(headers);
   if (file) std::fclose(file);
+  bool write_failed = sink.failed || (sink.file && std::fclose(sink.file) != 0);
+  if (write_failed) return std::unexpected(TransportError{"cannot write " + request.response_file->string(), false});
+  long final_status = status;
+  if (request.response_file && final_status >= 200 && final_status < 300 && !sink.decided) {
+    // An empty 2xx body: the file must still exist, empty.
+    if (std::FILE* empty = std::fopen(request.response_file->c_str(), "wb")) std::fclose(empty);
+  }
   if (code != CURLE_OK)
     return std::unexpected(TransportError{curl_easy_strerror(code), code == CURLE_OPERATION_TIMEDOUT});
   response.status = static_cast<int>(status);

@@ -37,6 +37,9 @@ struct HttpRequest {
   std::uint64_t body_offset = 0;
   std::optional<std::uint64_t> body_length;
   double timeout_seconds = 0;  ///< 0: none
+  /// When set, a 2xx response body is written to this file (created or truncated) instead of
+  /// HttpResponse::body; other responses still fill `body`.
+  std::optional<std::filesystem::path> response_file;
   /// Called with (bytes sent, bytes total) while the body is uploaded.
   std::function<void(std::uint64_t, std::uint64_t)> on_upload_progress;
 };

@@ -34,7 +34,7 @@ std::string Metadata::to_json() const {
   if (digest) {
     ordered_json files = ordered_json::object();
     for (const auto& [path, value] : *digest) files[path] = value;
-    j["digest"] = {{"algorithm", "sha256"}, {"files", files}};
+    j["digest"] = {{"algorithm", digest_algorithm}, {"files", files}};
   }
   ordered_json provenance;
   provenance["kernel-builder"] = {{"version", builder_version}};
@@ -58,8 +58,21 @@ Result<Metadata> Metadata::parse(std::string_view text) {
     if (!backend) return fail("unknown backend type in metadata.json");
     m.backend = *backend;
     if (j["backend"].contains("archs")) m.archs = j["backend"]["archs"].get<std::vector<std::string>>();
+    if (j.contains("kernel-depends")) {
+      for (const auto& dep : j["kernel-depends"]) {
+        config::KernelDependency d;
+        d.repo_id = dep.at("repo-id").get<std::string>();
+        if (dep.contains("version")) d.version = dep["version"].get<std::int64_t>();
+        if (dep.contains("revision")) d.revision = dep["revision"].get<std::string>();
+        if (d.version.has_value() == d.revision.has_value() || (d.version && *d.version < 0))
+          return fail("invalid kernel-depends entry in metadata.json: " + dep.dump());
+        m.kernel_depends.push_back(std::move(d));
+      }
+    }
     if (j.contains("digest")) {
-      if (j["digest"].at("algorithm") != "sha256") return fail("unsupported digest algorithm in metadata.json");
+      m.digest_algorithm = j["digest"].at("algorithm").get<std::string>();
+      if (m.digest_algorithm != "sha256" && m.digest_algorithm != "sha512")
+        return fail("unsupported digest algorithm \"" + m.digest_algorithm + "\" in metadata.json");
       Digest digest;
       for (const auto& [path, value] : j["digest"].at("files").items()) digest[path] = value;
       m.digest = digest;

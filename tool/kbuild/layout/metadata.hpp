@@ -31,7 +31,8 @@ struct Metadata {
   config::Backend backend = config::Backend::cpu;
   std::vector<std::string> archs;  ///< empty: omitted
   std::optional<Digest> digest;
-  std::string builder_version;  ///< written as provenance."kernel-builder".version
+  std::string digest_algorithm = "sha256";  ///< "sha256" or "sha512" (readers accept both)
+  std::string builder_version;              ///< written as provenance."kernel-builder".version
   std::optional<GitProvenance> kernel;
 
   std::string to_json() const;

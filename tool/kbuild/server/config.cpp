@@ -2,6 +2,14 @@
 
 #include <toml++/toml.h>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <functional>
+
 #include <algorithm>
 #include <fstream>
 #include <random>
@@ -241,6 +249,64 @@ std::string generate_token() {
   return "hf_" + util::base32_lower_nopad(raw).substr(0, 34);
 }
 
+namespace {
+
+// Writes config.toml as its owner-only file (it holds tokens): a private temporary file, flushed,
+// renamed over the old one, so no reader ever sees a partial or world-readable file.
+Result<void> write_private_atomic(const fs::path& path, const std::string& text) {
+  fs::path temp = util::temp_sibling(path);
+  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return fail("cannot write " + temp.string() + ": " + std::strerror(errno));
+  size_t written = 0;
+  while (written < text.size()) {
+    ssize_t n = ::write(fd, text.data() + written, text.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    written += static_cast<size_t>(n);
+  }
+  bool ok = written == text.size() && ::fsync(fd) == 0;
+  ok = ::close(fd) == 0 && ok;
+  if (!ok || ::rename(temp.c_str(), path.c_str()) != 0) {
+    int saved = errno;
+    ::unlink(temp.c_str());
+    return fail("cannot write " + path.string() + ": " + std::strerror(saved));
+  }
+  return {};
+}
+
+// Runs `edit` on the text of <root>/config.toml ("" when missing) under an exclusive lock, so two
+// concurrent edits never lose one another's change; the result must parse before it is written.
+Result<void> edit_config(const fs::path& root, const std::function<Result<std::string>(std::string)>& edit) {
+  util::RealFileSystem files;
+  KB_TRY(files.make_dirs(root));
+  fs::path lock_path = root / ".config.lock";
+  int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock_fd < 0) return fail("cannot open " + lock_path.string() + ": " + std::strerror(errno));
+  while (::flock(lock_fd, LOCK_EX) != 0 && errno == EINTR) {
+  }
+  auto result = [&]() -> Result<void> {
+    fs::path path = root / "config.toml";
+    std::string text;
+    if (files.stat(path).exists) {
+      KB_TRY_ASSIGN(text, files.read_file(path));
+      KB_TRY(parse_config(text, path.string()));
+    }
+    KB_TRY_ASSIGN(std::string edited, edit(std::move(text)));
+    KB_TRY(parse_config(edited, path.string()));
+    return write_private_atomic(path, edited);
+  }();
+  ::close(lock_fd);
+  return result;
+}
+
+std::string with_block(std::string text, const std::string& block) {
+  if (!text.empty() && !text.ends_with("\n")) text += "\n";
+  if (!text.empty()) text += "\n";
+  return text + block;
+}
+
+}  // namespace
+
 Result<std::string> add_token(const fs::path& root, const std::string& user,
                               const std::vector<std::string>& namespaces) {
   if (!is_valid_namespace(user))
@@ -248,13 +314,6 @@ Result<std::string> add_token(const fs::path& root, const std::string& user,
   for (const auto& ns : namespaces)
     if (!is_valid_namespace(ns))
       return fail("invalid namespace \"" + ns + "\"", "use letters, digits, '-', '_' and '.'", ExitCode::usage);
-  util::RealFileSystem files;
-  fs::path path = root / "config.toml";
-  std::string text;
-  if (files.stat(path).exists) {
-    KB_TRY_ASSIGN(text, files.read_file(path));
-    KB_TRY(parse_config(text, path.string()));
-  }
   std::string token = generate_token();
   std::string entry = "[[tokens]]\ntoken = \"" + token + "\"\nuser = \"" + user + "\"\n";
   if (!namespaces.empty()) {
@@ -262,15 +321,45 @@ Result<std::string> add_token(const fs::path& root, const std::string& user,
     for (const auto& ns : namespaces) quoted.push_back("\"" + ns + "\"");
     entry += "namespaces = [" + util::join(quoted, ", ") + "]\n";
   }
-  if (!text.empty() && !text.ends_with("\n")) text += "\n";
-  if (!text.empty()) text += "\n";
-  text += entry;
-  KB_TRY(parse_config(text, path.string()));
-  KB_TRY(files.write_file_atomic(path, text));
-  // The file holds secrets: keep it private to its owner.
-  std::error_code ec;
-  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace, ec);
+  KB_TRY(
+      edit_config(root, [&](std::string text) -> Result<std::string> { return with_block(std::move(text), entry); }));
   return token;
+}
+
+Result<OrganizationChange> set_organization(const fs::path& root, const std::string& name, bool trusted) {
+  if (!is_valid_namespace(name))
+    return fail("invalid organization name \"" + name + "\"", "use letters, digits, '-', '_' and '.'", ExitCode::usage);
+  OrganizationChange change = OrganizationChange::added;
+  KB_TRY(edit_config(root, [&](std::string text) -> Result<std::string> {
+    toml::table root_table = toml::parse(text);
+    const toml::array* organizations = root_table["organizations"].as_array();
+    const toml::table* existing = nullptr;
+    if (organizations)
+      for (const auto& node : *organizations)
+        if (const auto* table = node.as_table(); table && (*table)["name"].value<std::string>() == name)
+          existing = table;
+    const std::string value = trusted ? "true" : "false";
+    if (!existing) {
+      change = OrganizationChange::added;
+      return with_block(std::move(text),
+                        "[[organizations]]\nname = \"" + name + "\"\ntrusted-kernel-publisher = " + value + "\n");
+    }
+    // Edit in place, so comments and the rest of the file stay as they are.
+    std::vector<std::string> lines = util::split(text, '\n');
+    if (const toml::node* flag = existing->get("trusted-kernel-publisher")) {
+      const auto& region = flag->source();
+      if (region.begin.line != region.end.line) return fail("cannot edit a multi-line trusted-kernel-publisher");
+      std::string& line = lines[region.begin.line - 1];
+      line.replace(region.begin.column - 1, region.end.column - region.begin.column, value);
+      change = flag->value<bool>() == trusted ? OrganizationChange::unchanged : OrganizationChange::updated;
+    } else {
+      const auto& region = existing->get("name")->source();
+      lines.insert(lines.begin() + static_cast<long>(region.end.line), "trusted-kernel-publisher = " + value);
+      change = trusted ? OrganizationChange::updated : OrganizationChange::unchanged;
+    }
+    return util::join(lines, "\n");
+  }));
+  return change;
 }
 
 }  // namespace kbuild::server

@@ -23,7 +23,9 @@
 //
 // A namespace listed in some token's `namespaces` that is no token's user counts as an organisation
 // too (untrusted unless declared). Unknown keys, wrong types and invalid names are errors reported as
-// "config.toml:LINE:COL: message", all at once. The file is read once, when the server starts.
+// "config.toml:LINE:COL: message", all at once. `kbuild hub serve` reads the file again when it
+// changes (RouterOptions::config_file): tokens and organisations take effect at the next request;
+// [limits] need a restart (the listener applies them).
 
 #include <cstdint>
 #include <filesystem>
@@ -77,9 +79,15 @@ Result<Config> parse_config(std::string_view text, const std::string& file);
 Result<Config> load_config(const std::filesystem::path& root);
 /// Appends a [[tokens]] entry with a fresh random token for `user` to <root>/config.toml (creating
 /// root and file when missing; the existing text, comments included, is kept), after checking that the
-/// result still parses. Returns the token.
+/// result still parses. Returns the token. Edits of config.toml take a lock (<root>/.config.lock), and
+/// the file is written owner-only (0600) and atomically; a running server reloads it.
 Result<std::string> add_token(const std::filesystem::path& root, const std::string& user,
                               const std::vector<std::string>& namespaces);
+enum class OrganizationChange { added, updated, unchanged };
+
+/// Declares organisation `name` in <root>/config.toml (or updates its entry in place, comments kept),
+/// with trusted-kernel-publisher = `trusted`. A running server picks the change up at its next request.
+Result<OrganizationChange> set_organization(const std::filesystem::path& root, const std::string& name, bool trusted);
 /// "hf_" followed by 34 random characters from [a-z2-7].
 std::string generate_token();
 

@@ -1,5 +1,7 @@
 #include "kbuild/server/router.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -338,6 +340,7 @@ struct Router::Context {
   bool head = false;
   std::vector<std::string> segments;  ///< decoded path segments
   std::multimap<std::string, std::string> query;
+  std::shared_ptr<const Config> config;  ///< in force for this request; `token` points into it
   const TokenEntry* token = nullptr;
   bool bad_token = false;  ///< an Authorization header naming no configured token
   std::int64_t now = 0;
@@ -1325,13 +1328,41 @@ std::optional<std::string> bearer_token(const std::string& header) {
 // Router
 
 Router::Router(Store& store, Config config, RouterOptions options)
-    : m_store(store), m_config(std::move(config)), m_options(std::move(options)) {
+    : m_store(store), m_options(std::move(options)), m_config(std::make_shared<const Config>(std::move(config))) {
+  if (!m_options.config_file.empty()) {
+    struct ::stat st;
+    if (::stat(m_options.config_file.c_str(), &st) == 0)
+      m_config_stamp = {static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec,
+                        static_cast<std::uint64_t>(st.st_size), static_cast<std::uint64_t>(st.st_ino)};
+  }
   while (m_options.base_url.ends_with("/")) m_options.base_url.pop_back();
   if (!m_options.now_ms)
     m_options.now_ms = [] {
       return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
           .count();
     };
+}
+
+std::shared_ptr<const Config> Router::config() const {
+  std::lock_guard lock(m_config_mutex);
+  if (m_options.config_file.empty()) return m_config;
+  struct ::stat st;
+  std::tuple<std::int64_t, std::uint64_t, std::uint64_t> stamp{};
+  if (::stat(m_options.config_file.c_str(), &st) == 0)
+    stamp = {static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec,
+             static_cast<std::uint64_t>(st.st_size), static_cast<std::uint64_t>(st.st_ino)};
+  if (stamp == m_config_stamp) return m_config;
+  m_config_stamp = stamp;
+  auto reloaded = load_config(m_options.config_file.parent_path());
+  if (!reloaded) {
+    if (m_options.on_config_error)
+      m_options.on_config_error("config.toml changed but is invalid; keeping the previous configuration: " +
+                                reloaded.error().message);
+    return m_config;
+  }
+  reloaded->limits = m_config->limits;  // fixed at start
+  m_config = std::make_shared<const Config>(std::move(*reloaded));
+  return m_config;
 }
 
 hub::HttpResponse Router::handle(const hub::HttpRequest& request) {
@@ -1384,15 +1415,17 @@ Reply Router::dispatch(Context& c) {
   }
   c.now = m_options.now_ms();
 
+  c.config = config();
+  const Config& current_config = *c.config;
   const auto& s = c.segments;
   bool is_upload = s.size() >= 3 && s[0] == "lfs" && s[1] == "upload";
   if (auto header = c.request.headers.get("authorization"); header && !is_upload) {
     auto token = bearer_token(*header);
-    c.token = token ? m_config.find_token(*token) : nullptr;
+    c.token = token ? current_config.find_token(*token) : nullptr;
     if (!c.token) return fail_with({401, "Unauthorized", "Invalid credentials in Authorization header", {}});
   }
 
-  Handlers handlers(m_store, m_config, m_options, c);
+  Handlers handlers(m_store, current_config, m_options, c);
   auto finish = [&](Outcome<Reply> outcome) { return outcome ? std::move(*outcome) : fail_with(outcome.error()); };
   auto no_route = [&] {
     return fail_with({404, "NotFound", "no such endpoint: " + c.method + " " + std::string(raw_path), {}});

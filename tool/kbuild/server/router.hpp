@@ -78,8 +78,11 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <tuple>
 
 #include "kbuild/hub/http.hpp"
 #include "kbuild/server/config.hpp"
@@ -98,6 +101,12 @@ struct RouterOptions {
   std::size_t tree_page_size_expanded = 50;
   /// Lifetime of LFS upload URLs.
   std::int64_t upload_ttl_ms = 3600 * 1000;
+  /// When set, the configuration is read again from this file (config.toml) whenever its size,
+  /// modification time or inode changes, so `kbuild hub token` and `kbuild hub org` take effect
+  /// without a restart. A file that no longer parses keeps the previous configuration in force
+  /// (and `on_config_error` hears why). [limits] are fixed at start (the listener uses them).
+  std::filesystem::path config_file;
+  std::function<void(const std::string&)> on_config_error;
 };
 
 /// A byte range of a file to send as the response body (downloads are streamed, not held in memory).
@@ -126,7 +135,8 @@ class Router {
   /// it is still there afterwards); otherwise body_file is only read.
   Reply route(const hub::HttpRequest& request, bool body_is_spool = false);
 
-  const Config& config() const { return m_config; }
+  /// The configuration in force (reloaded from options.config_file when it changed).
+  std::shared_ptr<const Config> config() const;
   const RouterOptions& options() const { return m_options; }
 
   /// One request being handled (defined in router.cpp).
@@ -136,8 +146,10 @@ class Router {
   Reply dispatch(Context& context);
 
   Store& m_store;
-  Config m_config;
   RouterOptions m_options;
+  mutable std::mutex m_config_mutex;
+  mutable std::shared_ptr<const Config> m_config;
+  mutable std::tuple<std::int64_t, std::uint64_t, std::uint64_t> m_config_stamp{};  ///< mtime, size, inode
 };
 
 }  // namespace kbuild::server

@@ -47,11 +47,18 @@
 #include <string_view>
 #include <vector>
 
+#include "kbuild/hub/names.hpp"
 #include "kbuild/util/result.hpp"
 
 struct sqlite3;
 
 namespace kbuild::server {
+
+// Name rules are shared with the client (hub/names.hpp).
+using hub::is_valid_namespace;
+using hub::is_valid_ref_name;
+using hub::is_valid_repo_name;
+using hub::is_valid_repo_path;
 
 // ---------------------------------------------------------------------------------------------
 // Repository types: name, API segment (/api/{plural}/...) and resolve/LFS URL prefix.
@@ -88,20 +95,6 @@ struct Repo {
 // ---------------------------------------------------------------------------------------------
 // Names and paths.
 
-/// A namespace or repo name as the Hub accepts it: 1-96 characters from [A-Za-z0-9._-], not starting
-/// or ending with '-' or '.', without "--" or "..". Names ending in ".git" are refused (they would make
-/// LFS URLs ambiguous).
-bool is_valid_repo_name(std::string_view name);
-/// is_valid_repo_name, and not one of the words that start server routes (api, datasets, spaces,
-/// kernels, models, lfs), so `/{ns}/{name}/resolve/...` stays unambiguous.
-bool is_valid_namespace(std::string_view ns);
-/// A path inside a repo: non-empty '/'-separated components, none empty, ".", ".." or ".git", no
-/// leading '/', no NUL, CR or LF, at most 4096 bytes.
-bool is_valid_repo_path(std::string_view path);
-/// A branch or tag name (git check-ref-format, simplified): non-empty, at most 255 bytes, no control
-/// characters, spaces or any of ~^:?*[\, no "..", "//" or "@{", not starting with '-' or '/', not ending
-/// with '/', '.' or ".lock", no component starting with '.', and not "HEAD".
-bool is_valid_ref_name(std::string_view name);
 /// 40 lowercase hex characters (a commit id as clients recognise it).
 bool is_commit_oid(std::string_view text);
 /// 64 lowercase hex characters.

@@ -25,24 +25,9 @@ FileStat RealFileSystem::stat(const fs::path& path) const {
 }
 
 Result<std::string> RealFileSystem::read_file(const fs::path& path) const {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return fail("cannot read " + path.string() + ": " + std::strerror(errno));
   std::string content;
-  struct ::stat st;
-  if (::fstat(fd, &st) == 0 && st.st_size > 0) content.reserve(static_cast<size_t>(st.st_size));
-  char buffer[1 << 16];
-  for (;;) {
-    ssize_t n = ::read(fd, buffer, sizeof buffer);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int saved = errno;
-      ::close(fd);
-      return fail("cannot read " + path.string() + ": " + std::strerror(saved));
-    }
-    if (n == 0) break;
-    content.append(buffer, static_cast<size_t>(n));
-  }
-  ::close(fd);
+  if (auto st = stat(path); st.is_file) content.reserve(static_cast<size_t>(st.size));
+  KB_TRY(read_chunks(path, [&](std::string_view chunk) { content.append(chunk); }));
   return content;
 }
 
@@ -113,6 +98,32 @@ Result<void> RealFileSystem::rename(const fs::path& from, const fs::path& to) {
 Result<void> RealFileSystem::touch(const fs::path& path) {
   if (::utimensat(AT_FDCWD, path.c_str(), nullptr, 0) != 0)
     return fail("cannot touch " + path.string() + ": " + std::strerror(errno));
+  return {};
+}
+
+Result<void> RealFileSystem::create_symlink(const fs::path& target, const fs::path& link) {
+  if (::symlink(target.c_str(), link.c_str()) != 0)
+    return fail("cannot create the link " + link.string() + ": " + std::strerror(errno));
+  return {};
+}
+
+Result<void> RealFileSystem::read_chunks(const fs::path& path,
+                                         const std::function<void(std::string_view)>& consume) const {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return fail("cannot read " + path.string() + ": " + std::strerror(errno));
+  std::string buffer(1 << 20, '\0');
+  for (;;) {
+    ssize_t n = ::read(fd, buffer.data(), buffer.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int saved = errno;
+      ::close(fd);
+      return fail("cannot read " + path.string() + ": " + std::strerror(saved));
+    }
+    if (n == 0) break;
+    consume(std::string_view(buffer.data(), static_cast<size_t>(n)));
+  }
+  ::close(fd);
   return {};
 }
 

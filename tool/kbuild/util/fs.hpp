@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,16 @@ class FileSystem {
   virtual Result<void> rename(const fs::path& from, const fs::path& to) = 0;
   /// Sets a file's modification time to now.
   virtual Result<void> touch(const fs::path& path) = 0;
+  /// Creates a symbolic link at `link` whose content is `target` (typically relative); fails if
+  /// `link` exists.
+  virtual Result<void> create_symlink(const fs::path& target, const fs::path& link) = 0;
+  /// Calls `consume` with the file's bytes, in order, in pieces of bounded size: for hashing large
+  /// files without holding them in memory. The default reads the whole file.
+  virtual Result<void> read_chunks(const fs::path& path, const std::function<void(std::string_view)>& consume) const {
+    KB_TRY_ASSIGN(std::string content, read_file(path));
+    consume(content);
+    return {};
+  }
 };
 
 class RealFileSystem final : public FileSystem {
@@ -57,6 +68,8 @@ class RealFileSystem final : public FileSystem {
   Result<void> remove_all(const fs::path& path) override;
   Result<void> rename(const fs::path& from, const fs::path& to) override;
   Result<void> touch(const fs::path& path) override;
+  Result<void> create_symlink(const fs::path& target, const fs::path& link) override;
+  Result<void> read_chunks(const fs::path& path, const std::function<void(std::string_view)>& consume) const override;
 };
 
 /// Lists every regular file below `root`, as sorted relative paths with '/' separators.

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -39,6 +40,12 @@ std::map<std::string, std::string> current_environment() {
     if (eq != std::string::npos) env[text.substr(0, eq)] = text.substr(eq + 1);
   }
   return env;
+}
+
+std::string current_machine() {
+  struct ::utsname name;
+  if (::uname(&name) != 0) return "unknown";
+  return name.machine;
 }
 
 Result<ProcessResult> RealProcessLauncher::run(const std::vector<std::string>& argv, const ProcessOptions& options) {

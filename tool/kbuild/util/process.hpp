@@ -45,4 +45,7 @@ std::optional<std::filesystem::path> find_program(const std::string& program);
 /// The environment as a map (for children with extra variables).
 std::map<std::string, std::string> current_environment();
 
+/// The machine's hardware name as uname(2) reports it ("x86_64", "aarch64").
+std::string current_machine();
+
 }  // namespace kbuild::util

@@ -1,0 +1,97 @@
+#include "kbuild/lock/project.hpp"
+
+#include <map>
+
+namespace kbuild::lock {
+
+namespace {
+
+constexpr std::uint64_t k_max_input_bytes = 16 << 20;
+
+Result<std::string> read_input(const util::FileSystem& fs, const std::filesystem::path& path) {
+  auto st = fs.stat(path);
+  if (!st.exists)
+    return fail("no " + path.filename().string() + " in " + path.parent_path().string(), "", ExitCode::usage);
+  if (!st.is_file) return fail(path.string() + " is not a regular file", "", ExitCode::usage);
+  if (st.size > k_max_input_bytes)
+    return fail(path.string() + " is larger than 16 MiB", "is it the right file?", ExitCode::usage);
+  auto text = fs.read_file(path);
+  if (!text) return fail(text.error().message, "", ExitCode::usage);
+  return *text;
+}
+
+std::vector<LockChange> compare(const std::vector<LockEntry>& before, const std::vector<LockEntry>& after) {
+  std::map<Dependency, std::string> old_commits, new_commits;
+  for (const auto& e : before) old_commits[e.dependency] = e.commit;
+  for (const auto& e : after) new_commits[e.dependency] = e.commit;
+  std::vector<LockChange> changes;
+  for (const auto& [dep, commit] : new_commits) {
+    auto it = old_commits.find(dep);
+    if (it == old_commits.end())
+      changes.push_back({LockChange::Kind::added, dep, "", commit});
+    else if (it->second != commit)
+      changes.push_back({LockChange::Kind::moved, dep, it->second, commit});
+  }
+  for (const auto& [dep, commit] : old_commits)
+    if (!new_commits.count(dep)) changes.push_back({LockChange::Kind::removed, dep, commit, ""});
+  return changes;
+}
+
+}  // namespace
+
+Result<std::vector<LockEntry>> read_lockfile(const util::FileSystem& fs, const std::filesystem::path& project_dir) {
+  auto path = project_dir / "kernels.lock";
+  if (!fs.stat(path).exists)
+    return fail("no kernels.lock in " + project_dir.string(),
+                "create it with `kbuild lock " + project_dir.string() + "`", ExitCode::usage);
+  KB_TRY_ASSIGN(std::string text, read_input(fs, path));
+  return parse_lockfile(text, path.string());
+}
+
+Result<LockProjectOutcome> lock_project(const LockRequest& request, KernelIndex& index, util::FileSystem& fs) {
+  auto pyproject_path = request.project_dir / "pyproject.toml";
+  KB_TRY_ASSIGN(std::string pyproject_text, read_input(fs, pyproject_path));
+  auto parsed = parse_pyproject_dependencies(pyproject_text, pyproject_path.string());
+  if (request.diagnostics && !parsed.diagnostics.empty()) request.diagnostics(parsed.diagnostics);
+  if (!parsed.ok()) {
+    size_t errors = parsed.diagnostics.size();
+    return fail(
+        pyproject_path.string() + " is invalid (" + std::to_string(errors) + " error" + (errors == 1 ? "" : "s") + ")",
+        "fix the problems listed above; kernels.lock was not changed", ExitCode::usage);
+  }
+  if (!parsed.has_table)
+    return fail(pyproject_path.string() + " has no [tool.kernels.dependencies] table",
+                "add one, e.g.\n    [tool.kernels.dependencies]\n    \"kernels-community/activation\" = 1",
+                ExitCode::usage);
+
+  LockProjectOutcome outcome;
+  outcome.lockfile = request.project_dir / "kernels.lock";
+  outcome.existed = fs.stat(outcome.lockfile).exists;
+  std::string old_text;
+  std::vector<LockEntry> existing;
+  if (outcome.existed) {
+    KB_TRY_ASSIGN(old_text, read_input(fs, outcome.lockfile));
+    auto entries = parse_lockfile(old_text, outcome.lockfile.string());
+    if (!entries) {
+      if (!request.options.upgrade_all) {
+        Error error = entries.error();
+        error.hint = "fix or delete it, or run `kbuild lock --upgrade` to resolve everything again";
+        return fail(error);
+      }
+    } else {
+      existing = std::move(*entries);
+    }
+  }
+  KB_TRY_ASSIGN(outcome.lock, resolve_lock(parsed.requirements, existing, request.options, index));
+  std::vector<LockEntry> resolved;
+  for (const auto& dep : outcome.lock.dependencies) resolved.push_back(dep.entry);
+  outcome.changes = compare(existing, resolved);
+  outcome.up_to_date = outcome.existed && old_text == outcome.lock.text;
+  if (request.mode == LockMode::write && !outcome.up_to_date) {
+    KB_TRY(fs.write_file_atomic(outcome.lockfile, outcome.lock.text));
+    outcome.written = true;
+  }
+  return outcome;
+}
+
+}  // namespace kbuild::lock
