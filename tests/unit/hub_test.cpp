@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -212,5 +213,57 @@ TEST(HubClientTest, PreuploadReadsTheServersModes) {
   EXPECT_EQ(modes->at("b.py"), UploadMode::regular);
   auto sent = nlohmann::json::parse(transport.requests[0].body);
   EXPECT_EQ(sent["files"][0]["size"], 6);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(HubClientTest, ConsumerCallsReadFoldersOrganisationsAndFiles) {
+  ScriptedTransport transport;
+  HubClient client(transport, "http://hub", Token{"hf_tok", "HF_TOKEN"}, {}, [](double) {});
+  auto listing = status(200);
+  listing->body =
+      R"([{"type":"directory","path":"build/torch-cpu","oid":"t"},{"type":"file","path":"build/x","oid":"o"}])";
+  transport.answers = {listing, status(404, {{"X-Error-Code", "EntryNotFound"}}),
+                       status(404, {{"X-Error-Code", "RevisionNotFound"}})};
+  auto entries = client.list_folder({"kernel", "org/k"}, "v1", "build");
+  ASSERT_TRUE(entries);
+  ASSERT_EQ(entries->size(), 2u);
+  EXPECT_TRUE((*entries)[0].is_dir);
+  EXPECT_EQ(transport.requests[0].url, "http://hub/api/kernels/org/k/tree/v1/build?expand=false");
+  auto empty = client.list_folder({"kernel", "org/k"}, "v1", "build");
+  ASSERT_TRUE(empty);  // no build/ folder: nothing to list
+  EXPECT_TRUE(empty->empty());
+  EXPECT_FALSE(client.list_folder({"kernel", "org/k"}, "v9", "build"));  // no such revision: an error
+
+  auto overview = status(200);
+  overview->body = R"({"name":"org","trustedKernelPublisher":true})";
+  transport.answers = {overview, status(404)};
+  EXPECT_TRUE((*client.organization_overview("org"))->trusted_kernel_publisher);
+  EXPECT_FALSE(*client.organization_overview("user"));
+}
+
+TEST(HubClientTest, DownloadsFollowRedirectsWithoutLeakingTheToken) {
+  ScriptedTransport transport;
+  HubClient client(transport, "http://hub", Token{"hf_tok", "HF_TOKEN"}, {}, [](double) {});
+  auto redirect = status(302, {{"Location", "http://cdn.example/blob?sig=1"},
+                               {"X-Linked-Etag", "\"" + std::string(64, 'e') + "\""},
+                               {"X-Repo-Commit", std::string(40, 'c')}});
+  auto body = status(200);
+  body->body = "bytes";
+  transport.answers = {redirect, body};
+  auto dir = std::filesystem::temp_directory_path() / ("kbuild-download-test-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  // The scripted transport returns bodies in memory; a real one writes response_file. Either way the
+  // client reports the Hub's own headers (before the redirect).
+  std::ofstream(dir / "f") << "bytes";
+  auto file = client.download_file({"kernel", "org/k"}, "v1", "build/a b.so", dir / "f");
+  ASSERT_TRUE(file) << file.error().message;
+  EXPECT_EQ(file->etag, std::string(64, 'e'));
+  EXPECT_EQ(file->commit, std::string(40, 'c'));
+  ASSERT_EQ(transport.requests.size(), 2u);
+  EXPECT_EQ(transport.requests[0].url, "http://hub/kernels/org/k/resolve/v1/build/a%20b.so");
+  EXPECT_EQ(*transport.requests[0].headers.get("authorization"), "Bearer hf_tok");
+  EXPECT_EQ(transport.requests[1].url, "http://cdn.example/blob?sig=1");
+  EXPECT_FALSE(transport.requests[1].headers.has("authorization"));  // another host never sees the token
+  EXPECT_EQ(transport.requests[1].response_file, dir / "f");
   std::filesystem::remove_all(dir);
 }

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "kbuild/server/config.hpp"
 #include "kbuild/server/router.hpp"
@@ -344,6 +345,84 @@ TEST(ServerConfig, AddTokenAppendsAndKeepsTheFile) {
   std::string text((std::istreambuf_iterator<char>(in)), {});
   EXPECT_TRUE(text.starts_with("# my registry\n"));
   EXPECT_FALSE(add_token(root, "bad name", {}));
+  fs::remove_all(root);
+}
+
+TEST(ServerConfig, EditsArePrivateAtomicAndConcurrentSafe) {
+  auto root = fresh_root();
+  std::vector<std::thread> threads;
+  std::vector<std::string> tokens(8);
+  for (size_t i = 0; i < tokens.size(); ++i)
+    threads.emplace_back([&, i] { tokens[i] = add_token(root, "user" + std::to_string(i), {}).value_or(""); });
+  for (auto& t : threads) t.join();
+  auto config = load_config(root);
+  ASSERT_TRUE(config) << config.error().message;
+  EXPECT_EQ(config->tokens.size(), tokens.size());  // no edit lost another
+  for (const auto& token : tokens) EXPECT_NE(config->find_token(token), nullptr);
+  auto perms = fs::status(root / "config.toml").permissions();
+  EXPECT_EQ(perms & (fs::perms::group_all | fs::perms::others_all), fs::perms::none);
+  fs::remove_all(root);
+}
+
+TEST(ServerConfig, SetOrganizationEditsInPlace) {
+  auto root = fresh_root();
+  fs::create_directories(root);
+  {
+    std::ofstream(root / "config.toml")
+        << "# registry\n[[organizations]]\nname = \"acme\"  # ours\n\n"
+           "[[organizations]]\nname = \"other\"\ntrusted-kernel-publisher = false # x\n";
+  }
+  EXPECT_EQ(*set_organization(root, "acme", true), OrganizationChange::updated);
+  EXPECT_EQ(*set_organization(root, "other", true), OrganizationChange::updated);
+  EXPECT_EQ(*set_organization(root, "other", true), OrganizationChange::unchanged);
+  EXPECT_EQ(*set_organization(root, "new-org", true), OrganizationChange::added);
+  auto config = load_config(root);
+  ASSERT_TRUE(config) << config.error().message;
+  for (const char* name : {"acme", "other", "new-org"})
+    EXPECT_TRUE(config->find_organization(name)->trusted_kernel_publisher) << name;
+  std::ifstream in(root / "config.toml");
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(text.find("name = \"acme\"  # ours\ntrusted-kernel-publisher = true"), std::string::npos) << text;
+  EXPECT_NE(text.find("trusted-kernel-publisher = true # x"), std::string::npos) << text;
+  EXPECT_TRUE(text.starts_with("# registry\n"));
+  EXPECT_FALSE(set_organization(root, "../x", true));
+  fs::remove_all(root);
+}
+
+TEST(ServerConfig, TheRouterPicksUpEditsWithoutARestart) {
+  auto root = fresh_root();
+  auto store = Store::open(root);
+  ASSERT_TRUE(store);
+  auto token = add_token(root, "alice", {"acme"});
+  ASSERT_TRUE(token);
+  RouterOptions options;
+  options.config_file = root / "config.toml";
+  std::vector<std::string> complaints;
+  options.on_config_error = [&](const std::string& message) { complaints.push_back(message); };
+  Router router(**store, *load_config(root), options);
+  auto whoami = [&](const std::string& t) {
+    hub::HttpRequest request;
+    request.url = "/api/whoami-v2";
+    request.headers.set("Authorization", "Bearer " + t);
+    return router.handle(request).status;
+  };
+  auto trusted = [&] {
+    hub::HttpRequest request;
+    request.url = "/api/organizations/acme/overview";
+    return Json::parse(router.handle(request).body).value("trustedKernelPublisher", false);
+  };
+  EXPECT_EQ(whoami(*token), 200);
+  auto later = add_token(root, "bob", {});
+  EXPECT_EQ(whoami(*later), 200);
+  EXPECT_FALSE(trusted());
+  ASSERT_TRUE(set_organization(root, "acme", true));
+  EXPECT_TRUE(trusted());
+  // A broken file keeps the configuration in force, and says so.
+  { std::ofstream(root / "config.toml", std::ios::app) << "[[tokens]]\nbogus = 1\n"; }
+  EXPECT_EQ(whoami(*later), 200);
+  ASSERT_EQ(complaints.size(), 1u);
+  EXPECT_NE(complaints[0].find("keeping the previous configuration"), std::string::npos);
+  store->reset();
   fs::remove_all(root);
 }
 

@@ -1,0 +1,707 @@
+// The consumer side (tool/kbuild/lock): version specs, pyproject parsing, kernels.lock, the loader's
+// variant choice, resolution and verified installs, through an in-memory registry and filesystem.
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "kbuild/layout/digest.hpp"
+#include "kbuild/lock/download.hpp"
+#include "kbuild/lock/hf_cache.hpp"
+#include "kbuild/lock/inspect.hpp"
+#include "kbuild/lock/lockfile.hpp"
+#include "kbuild/lock/project.hpp"
+#include "kbuild/lock/pyproject.hpp"
+#include "kbuild/lock/resolver.hpp"
+#include "kbuild/lock/variant_select.hpp"
+#include "kbuild/lock/version_spec.hpp"
+#include "kbuild/util/hash.hpp"
+#include "support/mem_fs.hpp"
+
+using namespace kbuild;
+using namespace kbuild::lock;
+
+// ---------------------------------------------------------------------------------------------
+// Version specs
+
+TEST(VersionSpec, BoundsMatchReleases) {
+  struct Case {
+    const char* bounds;
+    const char* release;
+    bool expected;
+  };
+  const Case cases[] = {
+      {">=1.2,<2", "v1.2.0", true},
+      {">=1.2,<2", "v1.9.9", true},
+      {">=1.2,<2", "v2.0.0", false},
+      {">=1.2,<2", "v1.1.9", false},
+      {"~=1.4", "v1.4.0", true},
+      {"~=1.4", "v1.9.0", true},
+      {"~=1.4", "v2.0.0", false},
+      {"~=1.4", "v1.3.9", false},
+      {"~=1.4.2", "v1.4.9", true},
+      {"~=1.4.2", "v1.5.0", false},
+      {"==1.2.*", "v1.2.7", true},
+      {"==1.2.*", "v1.3.0", false},
+      {"^1.2", "v1.2.0", true},
+      {"^1.2", "v1.99.0", true},
+      {"^1.2", "v2.0.0", false},
+      {"^0.3", "v0.3.5", true},
+      {"^0.3", "v0.4.0", false},
+      {"^0.0.3", "v0.0.3", true},
+      {"^0.0.3", "v0.0.4", false},
+      {"~1.2", "v1.2.9", true},
+      {"~1.2", "v1.3.0", false},
+      {"~1", "v1.9.0", true},
+      {"~1", "v2.0.0", false},
+      {"1.2.3", "v1.2.3", true},
+      {"1.2", "v1.2.0", true},
+      {"1.2", "v1.2.1", false},
+      {"!=1.2.*", "v1.2.3", false},
+      {"!=1.2.*", "v1.3.0", true},
+      {"> 1.0 , <= 1.5", "v1.5.0", true},
+      {">1.0", "v1.0.0", false},
+      {"=1.0.0", "v1.0.0", true},
+  };
+  for (const auto& c : cases) {
+    auto bounds = parse_bounds(c.bounds);
+    ASSERT_TRUE(bounds) << c.bounds << ": " << bounds.error().message;
+    auto release = parse_release_tag(c.release);
+    ASSERT_TRUE(release) << c.release;
+    EXPECT_EQ(bounds->matches(*release), c.expected) << c.bounds << " vs " << c.release;
+  }
+}
+
+TEST(VersionSpec, MalformedBoundsSayWhere) {
+  struct Case {
+    const char* bounds;
+    size_t offset;
+    const char* says;
+  };
+  const Case cases[] = {
+      {">=1.2,<x", 7, "expected a number"},
+      {">=", 2, "expected a version"},
+      {">=1.2,", 6, "empty clause"},
+      {"~=1", 0, "~= needs"},
+      {">=1.*", 3, "wildcard"},
+      {">=v1.2", 2, "no \"v\" prefix"},
+      {"1.2.3.4", 6, "at most three"},
+  };
+  for (const auto& c : cases) {
+    auto bounds = parse_bounds(c.bounds);
+    ASSERT_FALSE(bounds) << c.bounds;
+    EXPECT_EQ(bounds.error().offset, c.offset) << c.bounds;
+    EXPECT_NE(bounds.error().message.find(c.says), std::string::npos) << bounds.error().message;
+  }
+}
+
+TEST(VersionSpec, ClassifiesStrings) {
+  EXPECT_TRUE(std::holds_alternative<BoundsSpec>(*parse_version_string(">=1.2,<2")));
+  EXPECT_TRUE(std::holds_alternative<BoundsSpec>(*parse_version_string("1.2")));
+  auto tag = parse_version_string("v1.2.0");
+  ASSERT_TRUE(std::holds_alternative<RevisionSpec>(*tag));
+  EXPECT_EQ(std::get<RevisionSpec>(*tag).revision, "v1.2.0");
+  auto commit = parse_version_string(std::string(40, 'A'));
+  EXPECT_EQ(std::get<RevisionSpec>(*commit).revision, std::string(40, 'a'));
+  EXPECT_TRUE(std::get<RevisionSpec>(*commit).is_commit());
+  EXPECT_FALSE(parse_version_string("bad name"));
+  EXPECT_FALSE(parse_version_string("a..b"));
+  EXPECT_FALSE(parse_version_string(""));
+}
+
+TEST(VersionSpec, ReleaseTagsAndVersionBranches) {
+  EXPECT_EQ(parse_release_tag("v1.2.3")->str(), "1.2.3");
+  for (const char* bad : {"1.2.3", "v1.2", "v1.2.3-rc1", "v01.2.3", "v1..3", "v1.2.3.4", "v"})
+    EXPECT_FALSE(parse_release_tag(bad)) << bad;
+  EXPECT_EQ(*parse_version_branch("v12"), 12u);
+  EXPECT_FALSE(parse_version_branch("v1.2"));
+  EXPECT_FALSE(parse_version_branch("main"));
+  EXPECT_LT(*parse_release_tag("v1.9.0"), *parse_release_tag("v1.10.0"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// kernels.lock
+
+TEST(KernelsLockFile, RendersExactlyAsKernelsLock) {
+  // The bytes `kernels lock` (0.17.2) writes for the same entries: sorted by repo id, then major
+  // versions before revisions; two-space indent; no trailing newline.
+  std::string a(40, 'a'), b = "45970f29905cd30d67acb71b1311ee35fe0e3830";
+  std::vector<LockEntry> entries = {{{"zz/b", std::uint64_t{2}}, b},
+                                    {{"aa/a", std::string("v1.2.0")}, a},
+                                    {{"aa/a", std::uint64_t{10}}, a},
+                                    {{"aa/a", std::uint64_t{9}}, a}};
+  std::string text = render_lockfile(entries);
+  std::string expected = "[\n";
+  auto item = [](const std::string& repo, const std::string& key, const std::string& value, const std::string& commit,
+                 bool last) {
+    return "  {\n    \"dependency\": {\n      \"repo-id\": \"" + repo + "\",\n      \"" + key + "\": " + value +
+           "\n    },\n    \"lock\": {\n      \"commit\": \"" + commit + "\"\n    }\n  }" + (last ? "\n" : ",\n");
+  };
+  expected += item("aa/a", "version", "9", a, false) + item("aa/a", "version", "10", a, false) +
+              item("aa/a", "revision", "\"v1.2.0\"", a, false) + item("zz/b", "version", "2", b, true) + "]";
+  EXPECT_EQ(text, expected);
+  auto parsed = parse_lockfile(text, "kernels.lock");
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  EXPECT_EQ(render_lockfile(*parsed), text);
+  EXPECT_EQ(render_lockfile({}), "[]");
+}
+
+TEST(KernelsLockFile, ParsingIsAsStrictAsTheKernelsReader) {
+  std::string c(40, 'c');
+  auto entry = [&](const std::string& dependency, const std::string& lock) {
+    return "[{\"dependency\": {" + dependency + "}, \"lock\": {" + lock + "}}]";
+  };
+  EXPECT_TRUE(parse_lockfile(entry("\"repo-id\": \"a/b\", \"version\": 1", "\"commit\": \"" + c + "\""), "f"));
+  const std::pair<std::string, const char*> bad[] = {
+      {entry("\"repo-id\": \"a/b\", \"version\": 1, \"x\": 1", "\"commit\": \"" + c + "\""), "unknown field \"x\""},
+      {entry("\"repo-id\": \"a/b\", \"version\": 1", "\"commit\": \"" + c + "\", \"hash\": \"h\""), "unknown field"},
+      {entry("\"repo-id\": \"a/b\"", "\"commit\": \"" + c + "\""), "exactly one of"},
+      {entry("\"repo-id\": \"a/b\", \"version\": 1, \"revision\": \"v1\"", "\"commit\": \"" + c + "\""),
+       "exactly one of"},
+      {entry("\"repo-id\": \"a/b\", \"version\": -1", "\"commit\": \"" + c + "\""), "non-negative"},
+      {entry("\"repo-id\": \"a/b\", \"version\": 1", "\"commit\": \"abc\""), "full commit id"},
+      {"{}", "JSON array"},
+      {"[", "not valid JSON"},
+  };
+  for (const auto& [text, says] : bad) {
+    auto parsed = parse_lockfile(text, "kernels.lock");
+    ASSERT_FALSE(parsed) << text;
+    EXPECT_EQ(parsed.error().code, ExitCode::usage);
+    EXPECT_NE(parsed.error().message.find(says), std::string::npos) << parsed.error().message;
+  }
+  std::string twice = "[{\"dependency\": {\"repo-id\": \"a/b\", \"version\": 1}, \"lock\": {\"commit\": \"" + c +
+                      "\"}}, {\"dependency\": {\"repo-id\": \"a/b\", \"version\": 1}, \"lock\": {\"commit\": \"" + c +
+                      "\"}}]";
+  EXPECT_NE(parse_lockfile(twice, "f").error().message.find("duplicate"), std::string::npos);
+}
+
+// ---------------------------------------------------------------------------------------------
+// pyproject.toml
+
+TEST(Pyproject, ReadsEveryFormInFileOrder) {
+  std::string text = R"([project]
+name = "app"
+
+[tool.kernels.dependencies]
+"org/z" = 1
+"org/b" = ">=1.2,<2"
+"org/c" = "v1.2.0"
+"org/d" = { version = 3 }
+"org/e" = { version = "^1.2" }
+"org/f" = { revision = "main" }
+"org/a" = "0123456789abcdef0123456789abcdef01234567"
+)";
+  auto parsed = parse_pyproject_dependencies(text, "pyproject.toml");
+  ASSERT_TRUE(parsed.ok()) << config::format_diagnostics(parsed.diagnostics);
+  ASSERT_TRUE(parsed.has_table);
+  ASSERT_EQ(parsed.requirements.size(), 7u);
+  EXPECT_EQ(parsed.requirements[0].repo_id, "org/z");
+  EXPECT_EQ(std::get<MajorSpec>(parsed.requirements[0].spec).major, 1u);
+  EXPECT_EQ(parsed.requirements[0].location.line, 5);
+  EXPECT_EQ(std::get<BoundsSpec>(parsed.requirements[1].spec).bounds.text, ">=1.2,<2");
+  EXPECT_EQ(std::get<RevisionSpec>(parsed.requirements[2].spec).revision, "v1.2.0");
+  EXPECT_EQ(std::get<MajorSpec>(parsed.requirements[3].spec).major, 3u);
+  EXPECT_TRUE(std::holds_alternative<BoundsSpec>(parsed.requirements[4].spec));
+  EXPECT_EQ(std::get<RevisionSpec>(parsed.requirements[5].spec).revision, "main");
+  EXPECT_TRUE(std::get<RevisionSpec>(parsed.requirements[6].spec).is_commit());
+}
+
+TEST(Pyproject, ReportsEveryProblemWithItsPosition) {
+  std::string text = R"([tool.kernels.dependencies]
+"not-a-repo" = 1
+"org/a" = -1
+"org/b" = ">=1.2,<x"
+"org/c" = 1.5
+"org/d" = { version = 1, revision = "v1" }
+"org/e" = { versoin = 1 }
+"org/f" = { version = "v1.2.0" }
+)";
+  auto parsed = parse_pyproject_dependencies(text, "p.toml");
+  ASSERT_FALSE(parsed.ok());
+  std::string all = config::format_diagnostics(parsed.diagnostics);
+  EXPECT_NE(all.find("p.toml:2:1: error: \"not-a-repo\" is not a Hub repository id"), std::string::npos) << all;
+  EXPECT_NE(all.find("p.toml:3:11: error: the version of org/a is negative"), std::string::npos) << all;
+  EXPECT_NE(all.find("p.toml:4:19: error: invalid version of org/b: expected a number"), std::string::npos) << all;
+  EXPECT_NE(all.find("p.toml:5:11: error: the version of org/c must be an integer or a string"), std::string::npos);
+  EXPECT_NE(all.find("org/d needs exactly one of"), std::string::npos) << all;
+  EXPECT_NE(all.find("p.toml:7:13: error: unknown key \"versoin\""), std::string::npos) << all;
+  EXPECT_NE(all.find("`version` of org/f must be a major version or bounds"), std::string::npos) << all;
+  EXPECT_EQ(parsed.diagnostics.size(), 8u) << all;  // org/e: the unknown key and the missing version
+}
+
+TEST(Pyproject, MissingTableAndBrokenToml) {
+  auto none = parse_pyproject_dependencies("[project]\nname = \"x\"\n", "p.toml");
+  EXPECT_TRUE(none.ok());
+  EXPECT_FALSE(none.has_table);
+  auto broken = parse_pyproject_dependencies("[tool.kernels.dependencies\n", "p.toml");
+  ASSERT_FALSE(broken.ok());
+  EXPECT_NE(config::format_diagnostics(broken.diagnostics).find("p.toml:1:"), std::string::npos);
+  auto not_table = parse_pyproject_dependencies("[tool.kernels]\ndependencies = 3\n", "p.toml");
+  EXPECT_FALSE(not_table.ok());
+}
+
+// ---------------------------------------------------------------------------------------------
+// The loader's choice
+
+namespace {
+SystemFacts cuda_system(unsigned cuda_minor = 0) {
+  SystemFacts s;
+  s.torch = util::Version({2, 11});
+  s.torch_cxx11_abi = true;
+  s.backend = {"cuda", util::Version({13, cuda_minor})};
+  return s;
+}
+}  // namespace
+
+TEST(VariantSelect, ParsesNamesAsTheLoader) {
+  auto v = parse_loader_variant("torch211-cxx11-cu130-x86_64-linux");
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->framework_version.major_minor(), "2.11");
+  EXPECT_EQ(v->backend.name, "cuda");
+  EXPECT_EQ(v->backend.version->major_minor(), "13.0");
+  EXPECT_EQ(*v->cxx11_abi, true);
+  EXPECT_EQ(parse_loader_variant("torch-stable-abi211-cu130-x86_64-linux")->framework,
+            LoaderVariant::Framework::stable_abi);
+  EXPECT_EQ(parse_loader_variant("tvm-ffi01-cu130-x86_64-linux")->framework_version.major_minor(), "0.1");
+  EXPECT_EQ(parse_loader_variant("torch-cuda")->noarch_backend, "cuda");
+  for (const char* bad : {"random", "torch211-cu130-x86_64", "torch211-cxx11-cuda-x86_64-linux", "torchx-cpu-a-b"})
+    EXPECT_FALSE(parse_loader_variant(bad)) << bad;
+}
+
+TEST(VariantSelect, PicksAsTheLoaderDoes) {
+  std::vector<std::string> names = {"torch211-cxx11-cpu-x86_64-linux",
+                                    "torch211-cxx11-cu130-x86_64-linux",
+                                    "torch211-cxx11-cu132-x86_64-linux",
+                                    "torch215-cxx11-cu130-x86_64-linux",
+                                    "torch-cuda",
+                                    "torch-universal",
+                                    "weird"};
+  std::vector<VariantDecision> trace;
+  EXPECT_EQ(*select_variant(names, cuda_system(0), &trace), "torch211-cxx11-cu130-x86_64-linux");
+  // CUDA 13.2 accepts 13.0 and 13.2 variants and prefers the higher minor.
+  EXPECT_EQ(*select_variant(names, cuda_system(2)), "torch211-cxx11-cu132-x86_64-linux");
+  SystemFacts cpu;
+  cpu.torch = util::Version({2, 11});
+  cpu.torch_cxx11_abi = true;
+  EXPECT_EQ(*select_variant(names, cpu), "torch211-cxx11-cpu-x86_64-linux");
+  SystemFacts aarch = cuda_system();
+  aarch.cpu = "aarch64";
+  EXPECT_EQ(*select_variant(names, aarch), "torch-cuda");  // noarch before universal
+  EXPECT_EQ(*select_variant({"torch-universal", "torch-cpu"}, cpu), "torch-cpu");
+  // Untagged before cxx11-tagged (it outranks the CUDA minor), stable ABI before both.
+  EXPECT_EQ(*select_variant({"torch211-cxx11-cu130-x86_64-linux", "torch211-cu130-x86_64-linux"}, cuda_system()),
+            "torch211-cu130-x86_64-linux");
+  EXPECT_EQ(*select_variant({"torch211-cu130-x86_64-linux", "torch-stable-abi210-cu130-x86_64-linux",
+                             "torch-stable-abi29-cu130-x86_64-linux"},
+                            cuda_system()),
+            "torch-stable-abi210-cu130-x86_64-linux");
+  EXPECT_FALSE(select_variant({"torch-stable-abi212-cu130-x86_64-linux"}, cuda_system()));
+  // Rejections say why, as the loader's trace does; the unparseable name is not in the trace.
+  ASSERT_EQ(trace.size(), 6u);
+  EXPECT_TRUE(trace[0].accepted);
+  auto reason = [&](const std::string& name) {
+    for (const auto& d : trace)
+      if (d.variant.name == name) return d.reason;
+    return std::string("?");
+  };
+  EXPECT_EQ(reason("torch211-cxx11-cpu-x86_64-linux"), "backend (cpu) does not match selected backend (cu130)");
+  EXPECT_EQ(reason("torch211-cxx11-cu132-x86_64-linux"),
+            "CUDA version (13.2) is not compatible with system CUDA version (13.0)");
+  EXPECT_EQ(reason("torch215-cxx11-cu130-x86_64-linux"),
+            "Torch version (2.15) does not match environment Torch version (2.11)");
+  EXPECT_EQ(reason("torch-universal"), "");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Resolution through an in-memory registry
+
+namespace {
+
+struct FakeRepo {
+  hub::Refs refs;
+  std::map<std::string, std::map<std::string, std::string>> files;  ///< commit -> path -> content
+};
+
+class FakeIndex final : public KernelIndex {
+ public:
+  std::map<std::string, FakeRepo> repos;
+  std::map<std::string, bool> trusted;
+  std::vector<std::string> calls;
+  std::set<std::string> corrupt_downloads;  ///< paths whose fetch returns other bytes
+
+  Result<bool> trusted_publisher(const std::string& ns) override {
+    calls.push_back("trust " + ns);
+    return trusted.count(ns) ? trusted[ns] : false;
+  }
+  Result<hub::Refs> refs(const std::string& repo_id) override {
+    calls.push_back("refs " + repo_id);
+    KB_TRY_ASSIGN(auto* repo, find(repo_id));
+    return repo->refs;
+  }
+  Result<std::vector<std::string>> variant_dirs(const std::string& repo_id, const std::string& commit) override {
+    KB_TRY_ASSIGN(auto* files, at(repo_id, commit));
+    std::set<std::string> names;
+    for (const auto& [path, content] : *files)
+      if (path.starts_with("build/")) names.insert(path.substr(6, path.find('/', 6) - 6));
+    return std::vector<std::string>(names.begin(), names.end());
+  }
+  Result<std::vector<hub::RemoteFile>> list_files(const std::string& repo_id, const std::string& commit,
+                                                  const std::string& folder) override {
+    KB_TRY_ASSIGN(auto* files, at(repo_id, commit));
+    std::vector<hub::RemoteFile> out;
+    for (const auto& [path, content] : *files) {
+      if (!path.starts_with(folder + "/")) continue;
+      hub::RemoteFile file{path, util::git_blob_id(content), content.size(), std::nullopt};
+      if (path.ends_with(".so")) file.lfs_sha256 = util::sha256_hex(content);
+      out.push_back(file);
+    }
+    return out;
+  }
+  Result<std::string> read_file(const std::string& repo_id, const std::string& commit,
+                                const std::string& path) override {
+    KB_TRY_ASSIGN(auto* files, at(repo_id, commit));
+    auto it = files->find(path);
+    if (it == files->end()) return fail("file not found: " + path, "", ExitCode::network);
+    return it->second;
+  }
+  Result<void> fetch(const std::string& repo_id, const std::string& commit, const std::string& path,
+                     const std::filesystem::path& destination) override {
+    calls.push_back("fetch " + path);
+    KB_TRY_ASSIGN(std::string content, read_file(repo_id, commit, path));
+    if (corrupt_downloads.count(path)) content += "!";
+    return fs->write_file_atomic(destination, content);
+  }
+
+  fakes::MemFileSystem* fs = nullptr;
+
+ private:
+  Result<FakeRepo*> find(const std::string& repo_id) {
+    auto it = repos.find(repo_id);
+    if (it == repos.end()) return fail("repository not found: " + repo_id, "", ExitCode::network);
+    return &it->second;
+  }
+  Result<const std::map<std::string, std::string>*> at(const std::string& repo_id, const std::string& commit) {
+    KB_TRY_ASSIGN(auto* repo, find(repo_id));
+    auto it = repo->files.find(commit);
+    if (it == repo->files.end()) return fail("revision not found: " + commit, "", ExitCode::network);
+    return &it->second;
+  }
+};
+
+std::string commit_id(char c) { return std::string(40, c); }
+
+// A variant's files with a metadata.json whose digest covers them.
+std::map<std::string, std::string> variant_files(const std::string& variant, const std::string& deps_json = "[]",
+                                                 const std::string& so = "ELF library bytes") {
+  std::map<std::string, std::string> files = {
+      {"__init__.py", "from ._ops import ops\n"}, {"_ops.py", "ops = None\n"}, {"_k_cpu_abc.abi3.so", so}};
+  std::string digest;
+  for (const auto& [path, content] : files)
+    digest += std::string(digest.empty() ? "" : ",") + "\"" + path + "\":\"" + layout::digest_value(content) + "\"";
+  std::map<std::string, std::string> out;
+  for (const auto& [path, content] : files) out["build/" + variant + "/" + path] = content;
+  out["build/" + variant + "/metadata.json"] =
+      R"({"name":"k","id":"_k_cpu_abc","version":1,"license":"mit","python-depends":[],"kernel-depends":)" + deps_json +
+      R"(,"backend":{"type":"cpu"},"digest":{"algorithm":"sha256","files":{)" + digest + "}}}";
+  return out;
+}
+
+const std::string k_cpu = "torch211-cxx11-cpu-x86_64-linux";
+
+FakeIndex sample_index() {
+  FakeIndex index;
+  index.trusted = {{"org", true}, {"other", false}};
+  FakeRepo& k = index.repos["org/k"];
+  k.refs.branches = {{"main", commit_id('0')}, {"v1", commit_id('1')}, {"v2", commit_id('2')}};
+  k.refs.tags = {{"v1.0.0", commit_id('a')}, {"v1.2.0", commit_id('b')}, {"v1.10.0", commit_id('1')},
+                 {"v2.0.0", commit_id('2')}, {"v3.0.0", commit_id('3')}, {"nightly", commit_id('c')}};
+  for (char c : std::string("012abc3")) k.files[commit_id(c)] = variant_files(k_cpu);
+  return index;
+}
+
+Requirement requirement(const std::string& repo, VersionSpec spec) { return {repo, std::move(spec), {}}; }
+
+BoundsSpec bounds(const char* text) { return {*parse_bounds(text)}; }
+
+}  // namespace
+
+TEST(LockResolver, ResolvesEachKindOfSpec) {
+  FakeIndex index = sample_index();
+  auto resolve = [&](VersionSpec spec) { return resolve_lock({requirement("org/k", std::move(spec))}, {}, {}, index); };
+  auto major = resolve(MajorSpec{1});
+  ASSERT_TRUE(major) << major.error().message;
+  ASSERT_EQ(major->dependencies.size(), 1u);
+  EXPECT_EQ(major->dependencies[0].entry.commit, commit_id('1'));
+  EXPECT_EQ(major->dependencies[0].source, "branch v1");
+  EXPECT_EQ(major->dependencies[0].variants, std::vector<std::string>{k_cpu});
+
+  // Bounds pick the highest release whose major is a published branch (v3.0.0 has no branch v3).
+  auto caret = resolve(bounds("^1.0"));
+  ASSERT_TRUE(caret) << caret.error().message;
+  EXPECT_EQ(caret->dependencies[0].entry.dependency.revision(), "v1.10.0");
+  EXPECT_EQ(caret->dependencies[0].source, "tag v1.10.0");
+  EXPECT_EQ(resolve(bounds(">=1.0,<1.5"))->dependencies[0].entry.commit, commit_id('b'));
+  auto none = resolve(bounds(">=3"));
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.error().code, ExitCode::failure);
+  EXPECT_NE(none.error().message.find("no release of org/k satisfies \">=3\""), std::string::npos);
+  EXPECT_NE(none.error().hint.find("v1.0.0, v1.10.0, v1.2.0, v2.0.0"), std::string::npos) << none.error().hint;
+  EXPECT_NE(none.error().hint.find("v3.0.0"), std::string::npos) << none.error().hint;
+
+  EXPECT_EQ(resolve(RevisionSpec{"nightly"})->dependencies[0].entry.commit, commit_id('c'));
+  EXPECT_EQ(resolve(RevisionSpec{"main"})->dependencies[0].source, "branch main");
+  auto pinned = resolve(RevisionSpec{commit_id('a')});
+  EXPECT_EQ(pinned->dependencies[0].entry.commit, commit_id('a'));
+  EXPECT_EQ(pinned->dependencies[0].source, "commit");
+
+  auto missing = resolve(MajorSpec{7});
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().message.find("version 7 of org/k not found"), std::string::npos);
+  EXPECT_EQ(missing.error().hint, "available versions: 1, 2");
+  auto no_tag = resolve(RevisionSpec{"v9.9.9"});
+  ASSERT_FALSE(no_tag);
+  EXPECT_NE(no_tag.error().message.find("no branch or tag \"v9.9.9\""), std::string::npos);
+}
+
+TEST(LockResolver, TrustIsCheckedBeforeAnythingIsRead) {
+  FakeIndex index = sample_index();
+  index.repos["other/k"] = index.repos["org/k"];
+  auto untrusted = resolve_lock({requirement("other/k", MajorSpec{1})}, {}, {}, index);
+  ASSERT_FALSE(untrusted);
+  EXPECT_NE(untrusted.error().message.find("not from a trusted publisher"), std::string::npos);
+  EXPECT_NE(untrusted.error().hint.find("--trust other"), std::string::npos);
+  EXPECT_NE(untrusted.error().hint.find("kbuild hub org other --trusted"), std::string::npos);
+  EXPECT_EQ(index.calls, std::vector<std::string>{"trust other"});
+  LockOptions options;
+  options.trusted = {"other/k"};
+  EXPECT_TRUE(resolve_lock({requirement("other/k", MajorSpec{1})}, {}, options, index));
+}
+
+TEST(LockResolver, FollowsKernelDependenciesAndRefusesCycles) {
+  FakeIndex index = sample_index();
+  FakeRepo& a = index.repos["org/a"];
+  a.refs.branches = {{"v1", commit_id('d')}};
+  a.files[commit_id('d')] = variant_files(k_cpu, R"([{"repo-id":"org/k","version":2}])");
+  auto outcome = resolve_lock({requirement("org/a", MajorSpec{1}), requirement("org/k", MajorSpec{1})}, {}, {}, index);
+  ASSERT_TRUE(outcome) << outcome.error().message;
+  ASSERT_EQ(outcome->dependencies.size(), 3u);
+  EXPECT_EQ(outcome->dependencies[1].entry.dependency.str(), "org/k@1");
+  EXPECT_EQ(outcome->dependencies[2].entry.dependency.str(), "org/k@2");
+  EXPECT_EQ(outcome->dependencies[2].required_by, std::vector<std::string>{"org/a@1"});
+
+  // org/k v2 now depends back on org/a v1.
+  index.repos["org/k"].files[commit_id('2')] = variant_files(k_cpu, R"([{"repo-id":"org/a","version":1}])");
+  auto cycle = resolve_lock({requirement("org/a", MajorSpec{1})}, {}, {}, index);
+  ASSERT_FALSE(cycle);
+  EXPECT_EQ(cycle.error().message, "cyclic kernel dependency: org/a@1 -> org/k@2 -> org/a@1");
+}
+
+TEST(LockResolver, KeepsLockedCommitsUntilUpgraded) {
+  FakeIndex index = sample_index();
+  std::vector<LockEntry> existing = {{{"org/k", std::uint64_t{1}}, commit_id('a')},
+                                     {{"org/k", std::string("v1.2.0")}, commit_id('b')}};
+  std::vector<Requirement> requirements = {requirement("org/k", MajorSpec{1}), requirement("org/k", bounds("^1.1"))};
+  auto kept = resolve_lock(requirements, existing, {}, index);
+  ASSERT_TRUE(kept) << kept.error().message;
+  EXPECT_EQ(kept->dependencies[0].entry.commit, commit_id('a'));
+  EXPECT_TRUE(kept->dependencies[0].kept);
+  EXPECT_EQ(kept->dependencies[1].entry.dependency.revision(), "v1.2.0");  // still satisfies ^1.1
+  LockOptions upgrade;
+  upgrade.upgrade = {"org/k"};
+  auto moved = resolve_lock(requirements, existing, upgrade, index);
+  EXPECT_EQ(moved->dependencies[0].entry.commit, commit_id('1'));
+  EXPECT_EQ(moved->dependencies[1].entry.dependency.revision(), "v1.10.0");
+  // A bound the locked release no longer satisfies is resolved again without --upgrade.
+  auto narrowed = resolve_lock({requirement("org/k", bounds("~=1.10"))}, existing, {}, index);
+  EXPECT_EQ(narrowed->dependencies[0].entry.dependency.revision(), "v1.10.0");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The use case on a project directory
+
+TEST(LockProject, WritesOnlyWhatResolvedAndChecks) {
+  FakeIndex index = sample_index();
+  fakes::MemFileSystem fs;
+  fs.put("/p/pyproject.toml", "[tool.kernels.dependencies]\n\"org/k\" = 1\n");
+  LockRequest request;
+  request.project_dir = "/p";
+  request.mode = LockMode::check;
+  auto missing = lock_project(request, index, fs);
+  ASSERT_TRUE(missing);
+  EXPECT_FALSE(missing->up_to_date);
+  EXPECT_FALSE(fs.has("/p/kernels.lock"));
+  request.mode = LockMode::write;
+  auto written = lock_project(request, index, fs);
+  ASSERT_TRUE(written && written->written);
+  EXPECT_EQ(fs.content("/p/kernels.lock"), written->lock.text);
+  fs.clear_log();
+  auto again = lock_project(request, index, fs);
+  EXPECT_TRUE(again->up_to_date);
+  EXPECT_TRUE(fs.written().empty());  // unchanged: not rewritten
+  request.mode = LockMode::check;
+  EXPECT_TRUE(lock_project(request, index, fs)->up_to_date);
+
+  fs.put("/p/pyproject.toml", "[tool.kernels.dependencies]\n\"org/k\" = 1\n\"org/missing\" = 1\n");
+  request.mode = LockMode::write;
+  index.trusted["org"] = true;
+  auto failed = lock_project(request, index, fs);
+  ASSERT_FALSE(failed);
+  EXPECT_EQ(fs.content("/p/kernels.lock"), written->lock.text);  // nothing half-written
+
+  fs.put("/p/pyproject.toml", "[tool.kernels.dependencies]\n\"org/k\" = \">=\"\n");
+  std::vector<config::Diagnostic> seen;
+  request.diagnostics = [&](const std::vector<config::Diagnostic>& d) { seen = d; };
+  auto invalid = lock_project(request, index, fs);
+  ASSERT_FALSE(invalid);
+  EXPECT_EQ(invalid.error().code, ExitCode::usage);
+  EXPECT_EQ(seen.size(), 1u);
+  fs.put("/p/pyproject.toml", "[project]\n");
+  EXPECT_NE(lock_project(request, index, fs).error().message.find("no [tool.kernels.dependencies]"), std::string::npos);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Verified installs into the Hugging Face cache
+
+TEST(HfCache, LocationAndLayoutFollowHuggingfaceHub) {
+  EXPECT_EQ(resolve_hf_cache({{"HOME", "/h"}}).root, "/h/.cache/huggingface/hub");
+  EXPECT_EQ(resolve_hf_cache({{"HOME", "/h"}, {"XDG_CACHE_HOME", "/x"}}).root, "/x/huggingface/hub");
+  EXPECT_EQ(resolve_hf_cache({{"HF_HOME", "~/hf"}, {"HOME", "/h"}}).root, "/h/hf/hub");
+  EXPECT_EQ(resolve_hf_cache({{"HF_HOME", "/hf"}, {"HF_HUB_CACHE", "/c"}}).root, "/c");
+  auto kernels = resolve_hf_cache({{"HF_HUB_CACHE", "/c"}, {"KERNELS_CACHE", "/k"}});
+  EXPECT_EQ(kernels.root, "/k");
+  EXPECT_EQ(kernels.origin, "KERNELS_CACHE");
+  EXPECT_EQ(repo_folder_name("org/name"), "kernels--org--name");
+  EXPECT_EQ(snapshot_link_target("build/v/x.so", "e"), "../../../../blobs/e");
+  EXPECT_EQ(snapshot_link_target("README.md", "e"), "../../blobs/e");
+}
+
+namespace {
+struct DownloadFixture {
+  FakeIndex index = sample_index();
+  fakes::MemFileSystem fs;
+  DownloadOptions options;
+  std::vector<LockEntry> entries = {{{"org/k", std::uint64_t{1}}, commit_id('1')}};
+  DownloadFixture() {
+    index.fs = &fs;
+    options.cache_root = "/cache";
+    options.system.torch = util::Version({2, 11});
+    options.system.torch_cxx11_abi = true;
+  }
+  std::string snapshot(const std::string& rel) const {
+    return "/cache/kernels--org--k/snapshots/" + commit_id('1') + "/build/" + k_cpu + "/" + rel;
+  }
+};
+}  // namespace
+
+TEST(Download, InstallsVerifiedLinksIntoTheCache) {
+  DownloadFixture f;
+  auto outcome = download_locked(f.entries, f.options, f.index, f.fs);
+  ASSERT_TRUE(outcome) << outcome.error().message;
+  ASSERT_EQ(outcome->variants.size(), 1u);
+  EXPECT_EQ(outcome->variants[0].files, 4u);
+  EXPECT_EQ(outcome->variants[0].downloaded, 4u);
+  std::string so = "ELF library bytes";
+  EXPECT_EQ(f.fs.link_target(f.snapshot("_k_cpu_abc.abi3.so")), "../../../../blobs/" + util::sha256_hex(so));
+  EXPECT_EQ(*f.fs.read_file(f.snapshot("_k_cpu_abc.abi3.so")), so);
+  std::string init = "from ._ops import ops\n";
+  EXPECT_EQ(f.fs.link_target(f.snapshot("__init__.py")), "../../../../blobs/" + util::git_blob_id(init));
+  // A second run re-verifies the cached blobs and downloads nothing.
+  f.index.calls.clear();
+  auto again = download_locked(f.entries, f.options, f.index, f.fs);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->variants[0].downloaded, 0u);
+  for (const auto& call : f.index.calls) EXPECT_FALSE(call.starts_with("fetch")) << call;
+}
+
+TEST(Download, ADamagedCachedBlobIsReplaced) {
+  DownloadFixture f;
+  ASSERT_TRUE(download_locked(f.entries, f.options, f.index, f.fs));
+  std::string blob = "/cache/kernels--org--k/blobs/" + util::sha256_hex("ELF library bytes");
+  f.fs.put(blob, "flipped bytes");
+  auto again = download_locked(f.entries, f.options, f.index, f.fs);
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(again->variants[0].downloaded, 1u);
+  EXPECT_EQ(f.fs.content(blob), "ELF library bytes");
+}
+
+TEST(Download, RefusesVariantsThatDoNotMatchTheirDigest) {
+  DownloadFixture f;
+  // The Hub serves a library that is not the one metadata.json describes (consistent ids, wrong digest).
+  auto& files = f.index.repos["org/k"].files[commit_id('1')];
+  files["build/" + k_cpu + "/_k_cpu_abc.abi3.so"] = "tampered library";
+  auto tampered = download_locked(f.entries, f.options, f.index, f.fs);
+  ASSERT_FALSE(tampered);
+  EXPECT_NE(
+      tampered.error().message.find("build/" + k_cpu + "/_k_cpu_abc.abi3.so does not match metadata.json's digest"),
+      std::string::npos)
+      << tampered.error().message;
+  EXPECT_FALSE(f.fs.stat(f.snapshot("__init__.py")).exists);  // nothing of the variant is visible
+
+  DownloadFixture extra;
+  extra.index.repos["org/k"].files[commit_id('1')]["build/" + k_cpu + "/extra.py"] = "x";
+  auto unknown = download_locked(extra.entries, extra.options, extra.index, extra.fs);
+  ASSERT_FALSE(unknown);
+  EXPECT_NE(unknown.error().message.find("extra.py is not listed in metadata.json's digest"), std::string::npos);
+
+  DownloadFixture corrupt;
+  corrupt.index.corrupt_downloads = {"build/" + k_cpu + "/_ops.py"};
+  auto broken = download_locked(corrupt.entries, corrupt.options, corrupt.index, corrupt.fs);
+  ASSERT_FALSE(broken);
+  EXPECT_NE(broken.error().message.find("does not match the Hub's id"), std::string::npos);
+  auto listing = corrupt.fs.list_dir("/cache/kernels--org--k/blobs");
+  ASSERT_TRUE(listing);
+  for (const auto& entry : *listing) EXPECT_EQ(entry.name.find(".tmp"), std::string::npos) << entry.name;
+
+  DownloadFixture undigested;
+  auto& meta = undigested.index.repos["org/k"].files[commit_id('1')]["build/" + k_cpu + "/metadata.json"];
+  meta = meta.substr(0, meta.find(",\"digest\"")) + "}";
+  auto no_digest = download_locked(undigested.entries, undigested.options, undigested.index, undigested.fs);
+  ASSERT_FALSE(no_digest);
+  EXPECT_NE(no_digest.error().message.find("has no digest"), std::string::npos);
+}
+
+TEST(Download, SaysWhyNoVariantFits) {
+  DownloadFixture f;
+  f.options.system.backend = {"cuda", util::Version({13, 0})};
+  auto none = download_locked(f.entries, f.options, f.index, f.fs);
+  ASSERT_FALSE(none);
+  EXPECT_NE(none.error().message.find("can be loaded on this machine (x86_64-linux, torch 2.11 (cxx11), cuda 13.0)"),
+            std::string::npos)
+      << none.error().message;
+  EXPECT_NE(none.error().hint.find(k_cpu + ": backend (cpu) does not match selected backend (cu130)"),
+            std::string::npos);
+  f.options.all_variants = true;
+  EXPECT_TRUE(download_locked(f.entries, f.options, f.index, f.fs));
+}
+
+// ---------------------------------------------------------------------------------------------
+// versions and info
+
+TEST(Inspect, ListsVersionsReleasesAndWhatLoads) {
+  FakeIndex index = sample_index();
+  SystemFacts cpu;
+  cpu.torch = util::Version({2, 11});
+  cpu.torch_cxx11_abi = true;
+  auto report = list_versions("org/k", cpu, index);
+  ASSERT_TRUE(report) << report.error().message;
+  ASSERT_EQ(report->versions.size(), 2u);
+  EXPECT_EQ(report->versions[0].major, 1u);
+  ASSERT_EQ(report->versions[0].releases.size(), 3u);
+  EXPECT_EQ(report->versions[0].releases[2].tag, "v1.10.0");  // release order, not string order
+  EXPECT_EQ(*report->versions[0].choice.chosen, k_cpu);
+  ASSERT_EQ(report->orphan_releases.size(), 1u);
+  EXPECT_EQ(report->orphan_releases[0].tag, "v3.0.0");
+  EXPECT_EQ(report->other_branches, std::vector<std::string>{"main"});
+  EXPECT_EQ(report->other_tags, std::vector<std::string>{"nightly"});
+
+  auto latest = describe_revision("org/k", {}, cpu, index);
+  ASSERT_TRUE(latest) << latest.error().message;
+  EXPECT_EQ(latest->revision, "v2");
+  ASSERT_EQ(latest->variants.size(), 1u);
+  EXPECT_EQ(latest->variants[0].files, 4u);
+  ASSERT_TRUE(latest->variants[0].metadata);
+  EXPECT_EQ(latest->variants[0].metadata->id, "_k_cpu_abc");
+  EXPECT_EQ(describe_revision("org/k", {std::uint64_t{1}, std::nullopt}, cpu, index)->commit, commit_id('1'));
+  EXPECT_EQ(describe_revision("org/k", {std::nullopt, std::string("v1.2.0")}, cpu, index)->source, "tag v1.2.0");
+  EXPECT_FALSE(describe_revision("org/k", {std::uint64_t{5}, std::nullopt}, cpu, index));
+}
