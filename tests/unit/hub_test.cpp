@@ -57,6 +57,10 @@ TEST(HubRetry, RetriesTransientFailuresWithBackoff) {
   EXPECT_EQ(retry_delay(policy, 4, status(500)), 8.0);
   EXPECT_FALSE(retry_delay(policy, 5, status(500)));  // 6 attempts in all
   EXPECT_EQ(retry_delay(policy, 1, std::unexpected(TransportError{"reset", false})), 2.0);
+  EXPECT_EQ(retry_delay(policy, 4, std::unexpected(TransportError{"reset", false})), 8.0);
+  // A connection that cannot be made at all is retried twice only.
+  EXPECT_EQ(retry_delay(policy, 1, std::unexpected(TransportError{"refused", false, true})), 2.0);
+  EXPECT_FALSE(retry_delay(policy, 2, std::unexpected(TransportError{"refused", false, true})));
   EXPECT_FALSE(retry_delay(policy, 0, status(404)));
   EXPECT_FALSE(retry_delay(policy, 0, status(401)));
   EXPECT_FALSE(retry_delay(policy, 0, status(200)));

@@ -17,6 +17,8 @@ HubSession open_hub(const util::FileSystem& fs, const std::optional<std::string>
   session.client =
       std::make_unique<hub::HubClient>(*session.transport, hub::resolve_endpoint(endpoint, env), session.token,
                                        hub::RetryPolicy{}, hub::HubClient::Sleeper{}, logger);
+  if (!verbose)
+    session.client->set_retry_notice([](const std::string& line) { fmt::print(stderr, "kbuild: {}\n", line); });
   return session;
 }
 

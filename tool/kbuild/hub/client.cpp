@@ -84,7 +84,14 @@ std::expected<HttpResponse, TransportError> HubClient::send_with_retries(HttpReq
     if (!retry) return outcome;
     auto delay = retry_delay(m_retry, attempt, outcome);
     if (!delay) return outcome;
-    log("kbuild: retrying in " + std::to_string(static_cast<int>(std::ceil(*delay))) + " s");
+    std::string wait = std::to_string(static_cast<int>(std::ceil(*delay))) + " s";
+    log("kbuild: retrying in " + wait);
+    if (m_notice)
+      m_notice(redact(
+          (outcome ? request.method + " " + strip_query(request.url) + " answered " + std::to_string(outcome->status)
+                   : "cannot reach " + m_endpoint + " (" + outcome.error().message + ")") +
+              "; retrying in " + wait,
+          m_token));
     m_sleep(*delay);
   }
 }

@@ -79,6 +79,9 @@ class HubClient {
             Sleeper sleep = {}, Logger log = {});
 
   const std::string& endpoint() const { return m_endpoint; }
+  /// Called before every retry with what failed and how long the wait is (for the terminal; the
+  /// verbose log has it anyway).
+  void set_retry_notice(Logger notice) { m_notice = std::move(notice); }
   const TrafficStats& stats() const { return m_stats; }
   /// The web URL of a repository, e.g. <endpoint>/kernels/org/name.
   std::string repo_url(const RepoRef& repo) const;
@@ -142,6 +145,7 @@ class HubClient {
   RetryPolicy m_retry;
   Sleeper m_sleep;
   Logger m_log;
+  Logger m_notice;
   TrafficStats m_stats;
 };
 

@@ -183,7 +183,9 @@ std::expected<HttpResponse, TransportError> CurlTransport::send(const HttpReques
     if (std::FILE* empty = std::fopen(request.response_file->c_str(), "wb")) std::fclose(empty);
   }
   if (code != CURLE_OK)
-    return std::unexpected(TransportError{curl_easy_strerror(code), code == CURLE_OPERATION_TIMEDOUT});
+    return std::unexpected(TransportError{
+        curl_easy_strerror(code), code == CURLE_OPERATION_TIMEDOUT,
+        code == CURLE_COULDNT_CONNECT || code == CURLE_COULDNT_RESOLVE_HOST || code == CURLE_COULDNT_RESOLVE_PROXY});
   response.status = static_cast<int>(status);
   return response;
 }

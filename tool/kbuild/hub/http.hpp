@@ -54,6 +54,9 @@ struct HttpResponse {
 struct TransportError {
   std::string message;
   bool timeout = false;
+  /// No connection could be made at all (refused, unresolvable host): retried only briefly, since
+  /// it usually means a wrong endpoint or no network rather than a passing fault.
+  bool connect_failed = false;
 };
 
 class HttpTransport {

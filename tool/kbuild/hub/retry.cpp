@@ -10,7 +10,10 @@ std::optional<double> retry_delay(const RetryPolicy& policy, int attempt,
                                   const std::expected<HttpResponse, TransportError>& outcome) {
   if (attempt >= policy.max_retries) return std::nullopt;
   double backoff = std::min(policy.max_seconds, policy.base_seconds * std::pow(2.0, attempt));
-  if (!outcome) return backoff;
+  if (!outcome) {
+    if (outcome.error().connect_failed && attempt >= policy.max_connect_retries) return std::nullopt;
+    return backoff;
+  }
   int status = outcome->status;
   bool retryable = status == 408 || status == 429 || status == 500 || status == 502 || status == 503 || status == 504;
   if (!retryable) return std::nullopt;
