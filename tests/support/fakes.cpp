@@ -51,4 +51,21 @@ std::optional<exec::CommandResult> FakeCommandRunner::wait() {
   return result;
 }
 
+std::optional<std::filesystem::path> FakeLauncher::find(const std::string& program) const {
+  if (program.find('/') != std::string::npos) return std::filesystem::path(program);
+  auto it = programs.find(program);
+  if (it == programs.end()) return std::nullopt;
+  return it->second;
+}
+
+Result<void> RecordingActions::run(const plan::Job& job) {
+  if (fail) return kbuild::fail("scripted failure of " + job.id);
+  ran.push_back(job.id);
+  if (const auto* write = std::get_if<plan::WriteFiles>(&job.action))
+    for (const auto& [path, content] : write->files) KB_TRY(m_fs.write_file_atomic(path, content));
+  if (const auto* install = std::get_if<plan::InstallVariant>(&job.action))
+    KB_TRY(m_fs.write_file_atomic(install->spec.variant_dir / "metadata.json", install->spec.metadata.to_json()));
+  return {};
+}
+
 }  // namespace kbuild::fakes

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "kbuild/exec/action_runner.hpp"
 #include "kbuild/exec/command_runner.hpp"
 #include "kbuild/util/process.hpp"
 #include "support/mem_fs.hpp"
@@ -18,8 +19,11 @@ class FakeLauncher final : public util::ProcessLauncher {
  public:
   std::map<std::string, util::ProcessResult> answers;
   std::vector<std::string> ran;
+  /// What find() answers: program -> path (a program with '/' is found as itself).
+  std::map<std::string, std::filesystem::path> programs;
 
   Result<util::ProcessResult> run(const std::vector<std::string>& argv, const util::ProcessOptions& = {}) override;
+  std::optional<std::filesystem::path> find(const std::string& program) const override;
 };
 
 /// Runs build commands against a MemFileSystem: a command "succeeds" by writing the file after
@@ -43,6 +47,19 @@ class FakeCommandRunner final : public exec::CommandRunner {
  private:
   MemFileSystem& m_fs;
   std::deque<std::pair<size_t, std::vector<std::string>>> m_queue;
+};
+
+/// Performs WriteFiles actions on a MemFileSystem (InstallVariant: writes metadata.json only) and
+/// records the jobs it ran; with `fail`, every action fails.
+class RecordingActions final : public exec::ActionRunner {
+ public:
+  explicit RecordingActions(MemFileSystem& fs) : m_fs(fs) {}
+  std::vector<std::string> ran;
+  bool fail = false;
+  Result<void> run(const plan::Job& job) override;
+
+ private:
+  MemFileSystem& m_fs;
 };
 
 }  // namespace kbuild::fakes

@@ -48,6 +48,8 @@ struct ExecFixture : ::testing::Test {
   fakes::FakeCommandRunner runner{fs};
   BuildState state;
   NullReporter reporter;
+  fakes::RecordingActions actions{fs};
+  util::ManualClock clock;
   plan::JobGraph graph;
 
   void SetUp() override {
@@ -86,7 +88,7 @@ struct ExecFixture : ::testing::Test {
     options.jobs = jobs;
     options.keep_going = keep_going;
     runner.started.clear();
-    Executor executor(graph, runner, fs, state, reporter, options);
+    Executor executor(graph, {fs, runner, actions, state, reporter, clock, nullptr}, options);
     return executor.run();
   }
 };
@@ -166,20 +168,23 @@ TEST_F(ExecFixture, InterruptStopsBeforeStartingMore) {
   reset_interrupt_for_testing();
 }
 
-TEST_F(ExecFixture, InProcessJobsRunAndAreRecorded) {
+TEST_F(ExecFixture, InProcessJobsGoToTheActionRunnerAndAreRecorded) {
   plan::Job gen;
   gen.id = "gen";
+  gen.kind = plan::JobKind::generate;
   gen.outputs = {"/gen/x.h"};
   gen.key = "k";
-  int runs = 0;
-  gen.action = [&runs](util::FileSystem& f) {
-    ++runs;
-    return f.write_file_atomic("/gen/x.h", "x");
-  };
+  gen.action = plan::WriteFiles{{{"/gen/x.h", "x"}}};
   graph.add(gen);
   run();
   run();
-  EXPECT_EQ(runs, 1);
+  EXPECT_EQ(actions.ran, std::vector<std::string>{"gen"});
+  EXPECT_EQ(fs.content("/gen/x.h"), "x");
+  actions.fail = true;  // a failing action is a failed job, and leaves no record
+  fs.put("/gen/x.h", "changed");
+  auto failed = run();
+  EXPECT_EQ(failed.failed, 1u);
+  EXPECT_EQ(state.find("gen"), nullptr);
 }
 
 TEST(Staleness, ReasonsAreSpecific) {

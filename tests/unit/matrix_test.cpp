@@ -6,6 +6,8 @@
 
 using namespace kbuild;
 using namespace kbuild::plan;
+using config::default_matrix;
+using config::parse_kbuild_toml;
 
 namespace {
 

@@ -3,13 +3,15 @@
 #include <algorithm>
 
 #include "kbuild/config/build_toml.hpp"
+#include "kbuild/config/variant.hpp"
 #include "kbuild/plan/cuda_archs.hpp"
 #include "kbuild/plan/planner.hpp"
-#include "kbuild/plan/variant.hpp"
 #include "kbuild/util/strings.hpp"
 
 using namespace kbuild;
 using namespace kbuild::plan;
+using config::flatten_version;
+using config::normalize_cpu;
 
 TEST(Variant, NamesFollowTheSpec) {
   Variant cuda;

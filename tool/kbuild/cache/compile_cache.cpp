@@ -7,6 +7,7 @@
 
 #include "kbuild/cache/key.hpp"
 #include "kbuild/exec/depfile.hpp"
+#include "kbuild/util/cache_layout.hpp"
 #include "kbuild/util/hash.hpp"
 #include "kbuild/util/strings.hpp"
 
@@ -18,31 +19,44 @@ namespace {
 constexpr size_t k_manifest_entries = 16;
 }
 
-std::uint64_t default_max_cache_bytes() {
-  const char* text = std::getenv("KBUILD_CACHE_MAX_SIZE");
-  std::uint64_t fallback = 10ull << 30;
-  if (!text || !*text) return fallback;
-  std::string value(text);
-  std::uint64_t multiplier = 1;
-  char unit = value.back();
-  if (unit == 'K' || unit == 'k') multiplier = 1ull << 10;
-  if (unit == 'M' || unit == 'm') multiplier = 1ull << 20;
-  if (unit == 'G' || unit == 'g') multiplier = 1ull << 30;
-  if (multiplier != 1) value.pop_back();
-  try {
-    return std::stoull(value) * multiplier;
-  } catch (const std::exception&) {
-    return fallback;
+std::optional<std::uint64_t> parse_size(std::string_view text) {
+  size_t digits = 0;
+  while (digits < text.size() && ((text[digits] >= '0' && text[digits] <= '9') || text[digits] == '.')) ++digits;
+  std::string number(text.substr(0, digits));
+  std::string unit(text.substr(digits));
+  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (number.empty() || number.front() == '.' || std::count(number.begin(), number.end(), '.') > 1) return std::nullopt;
+  static const std::pair<const char*, int> k_units[] = {{"", 0}, {"B", 0}, {"K", 10}, {"M", 20}, {"G", 30}, {"T", 40}};
+  for (auto [name, shift] : k_units) {
+    std::string base(name);
+    bool matches = unit == base || (shift > 0 && (unit == base + "B" || unit == base + "IB"));
+    if (!matches) continue;
+    long double value = std::stold(number) * static_cast<long double>(1ull << shift);
+    if (value >= 9.2e18L) return std::nullopt;
+    return static_cast<std::uint64_t>(value);
   }
+  return std::nullopt;
+}
+
+Result<std::uint64_t> max_cache_bytes(const util::Environment& env) {
+  auto text = env.get("KBUILD_CACHE_MAX_SIZE");
+  if (!text || text->empty()) return std::uint64_t{10} << 30;
+  auto size = parse_size(*text);
+  if (!size)
+    return fail("KBUILD_CACHE_MAX_SIZE=\"" + *text + "\" is not a size",
+                "write a number with an optional unit K, M, G or T (binary: 10G = 10 GiB), e.g. 20G", ExitCode::usage);
+  return *size;
 }
 
 CompileCache::CompileCache(util::FileSystem& fs, fs::path dir, std::uint64_t max_bytes,
                            std::function<void(const std::string&)> warn)
     : m_fs(fs), m_dir(std::move(dir)), m_max_bytes(max_bytes), m_warn(std::move(warn)) {}
 
-fs::path CompileCache::object_path(const std::string& key) const { return m_dir / "objects" / key.substr(0, 2) / key; }
+fs::path CompileCache::object_path(const std::string& key) const {
+  return util::CacheLayout{m_dir}.objects() / key.substr(0, 2) / key;
+}
 fs::path CompileCache::manifest_path(const std::string& key) const {
-  return m_dir / "manifests" / key.substr(0, 2) / key;
+  return util::CacheLayout{m_dir}.manifests() / key.substr(0, 2) / key;
 }
 
 void CompileCache::warn_once(const std::string& message) {
@@ -180,7 +194,7 @@ void CompileCache::store(const plan::Job& job, const std::vector<std::string>& p
 
 Result<CacheSummary> CompileCache::summarize(const util::FileSystem& fs, const fs::path& dir) {
   CacheSummary summary;
-  if (auto text = fs.read_file(dir / "stats")) {
+  if (auto text = fs.read_file(util::CacheLayout{dir}.stats())) {
     try {
       auto j = nlohmann::json::parse(*text);
       summary.counters = {j.value("hits", 0ull), j.value("misses", 0ull), j.value("stores", 0ull),
@@ -188,10 +202,10 @@ Result<CacheSummary> CompileCache::summarize(const util::FileSystem& fs, const f
     } catch (const std::exception&) {
     }
   }
-  if (fs.stat(dir / "objects").is_dir) {
-    KB_TRY_ASSIGN(auto files, util::list_files_recursive(fs, dir / "objects"));
+  if (fs.stat(util::CacheLayout{dir}.objects()).is_dir) {
+    KB_TRY_ASSIGN(auto files, util::list_files_recursive(fs, util::CacheLayout{dir}.objects()));
     for (const auto& rel : files) {
-      summary.bytes += fs.stat(dir / "objects" / rel).size;
+      summary.bytes += fs.stat(util::CacheLayout{dir}.objects() / rel).size;
       if (rel.find("/.") == std::string::npos) ++summary.entries;
     }
   }
@@ -199,8 +213,8 @@ Result<CacheSummary> CompileCache::summarize(const util::FileSystem& fs, const f
 }
 
 Result<std::uint64_t> CompileCache::evict(util::FileSystem& fs, const fs::path& dir, std::uint64_t target_bytes) {
-  if (!fs.stat(dir / "objects").is_dir) return std::uint64_t{0};
-  KB_TRY_ASSIGN(auto files, util::list_files_recursive(fs, dir / "objects"));
+  if (!fs.stat(util::CacheLayout{dir}.objects()).is_dir) return std::uint64_t{0};
+  KB_TRY_ASSIGN(auto files, util::list_files_recursive(fs, util::CacheLayout{dir}.objects()));
   struct Object {
     std::int64_t mtime;
     std::uint64_t size;
@@ -209,8 +223,8 @@ Result<std::uint64_t> CompileCache::evict(util::FileSystem& fs, const fs::path& 
   std::vector<Object> objects;
   std::uint64_t total = 0;
   for (const auto& rel : files) {
-    util::FileStat st = fs.stat(dir / "objects" / rel);
-    objects.push_back({st.mtime_ns, st.size, dir / "objects" / rel});
+    util::FileStat st = fs.stat(util::CacheLayout{dir}.objects() / rel);
+    objects.push_back({st.mtime_ns, st.size, util::CacheLayout{dir}.objects() / rel});
     total += st.size;
   }
   std::sort(objects.begin(), objects.end(), [](const Object& a, const Object& b) { return a.mtime < b.mtime; });
@@ -230,7 +244,7 @@ void CompileCache::finish() {
                           {"misses", summary.counters.misses + m_run.misses},
                           {"stores", summary.counters.stores + m_run.stores},
                           {"errors", summary.counters.errors + m_run.errors}};
-  if (!m_fs.write_file_atomic(m_dir / "stats", stats.dump() + "\n")) return;
+  if (!m_fs.write_file_atomic(util::CacheLayout{m_dir}.stats(), stats.dump() + "\n")) return;
   if (m_run.stores > 0 && summary.bytes > m_max_bytes) (void)evict(m_fs, m_dir, m_max_bytes / 10 * 9);
 }
 

@@ -25,6 +25,7 @@
 #include "kbuild/exec/job_cache.hpp"
 #include "kbuild/util/fs.hpp"
 #include "kbuild/util/result.hpp"
+#include "kbuild/util/system.hpp"
 
 namespace kbuild::cache {
 
@@ -81,6 +82,11 @@ class CompileCache final : public exec::JobCache {
 };
 
 /// The size cap: $KBUILD_CACHE_MAX_SIZE ("20G", "500M", bytes), default 10 GiB.
-std::uint64_t default_max_cache_bytes();
+/// The size cap of the compile cache: $KBUILD_CACHE_MAX_SIZE, default 10 GiB. Sizes are a number
+/// (decimals allowed) with an optional unit K, M, G or T, each optionally followed by "B" or "iB";
+/// all units are binary (1G = 1GB = 1GiB = 2^30 bytes). Anything else is an error (exit code 2).
+Result<std::uint64_t> max_cache_bytes(const util::Environment& env);
+/// Parses a size as above; nullopt when malformed or beyond 2^63.
+std::optional<std::uint64_t> parse_size(std::string_view text);
 
 }  // namespace kbuild::cache

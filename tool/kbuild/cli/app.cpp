@@ -10,11 +10,12 @@
 #include <thread>
 
 #include "kbuild/cli/command.hpp"
+#include "kbuild/util/build_info.hpp"
 #include "kbuild/util/strings.hpp"
 
 namespace kbuild::cli {
 
-const char* version() { return "0.1.0"; }
+const char* version() { return util::k_kbuild_version; }
 std::string builder_id() { return std::string("kbuild/") + version(); }
 
 std::filesystem::path absolute_dir(const std::string& dir) {
@@ -31,9 +32,13 @@ size_t available_cpus() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-bool is_smart_terminal(std::FILE* stream) {
-  const char* term = std::getenv("TERM");
-  return ::isatty(::fileno(stream)) && term && std::string(term) != "dumb";
+bool is_smart_terminal(std::FILE* stream, const util::Environment& env) {
+  auto term = env.get("TERM");
+  return ::isatty(::fileno(stream)) && term && !term->empty() && *term != "dumb";
+}
+
+void print_diagnostics(const std::vector<config::Diagnostic>& diagnostics) {
+  fmt::print(stderr, "{}", config::format_diagnostics(diagnostics));
 }
 
 namespace {
@@ -110,7 +115,10 @@ int run(int argc, char** argv) {
   if (!action) return static_cast<int>(ExitCode::usage);
   util::RealFileSystem fs;
   util::RealProcessLauncher launcher;
-  Services services{fs, launcher};
+  util::RealEnvironment env;
+  util::RealClock clock;
+  util::RealRandom random;
+  Services services{fs, launcher, env, clock, random};
   try {
     auto result = action(services);
     if (!result) {

@@ -4,7 +4,7 @@
 
 #include "kbuild/cache/compile_cache.hpp"
 #include "kbuild/cli/command.hpp"
-#include "kbuild/toolchain/provision.hpp"
+#include "kbuild/util/cache_layout.hpp"
 
 namespace kbuild::cli {
 
@@ -17,13 +17,13 @@ std::string human(std::uint64_t bytes) {
 }
 
 Result<ExitCode> run_stats(Services& services) {
-  auto dir = toolchain::default_cache_dir();
+  auto dir = util::CacheLayout::from_environment(services.env).root;
   KB_TRY_ASSIGN(auto summary, cache::CompileCache::summarize(services.fs, dir));
+  KB_TRY_ASSIGN(std::uint64_t cap, cache::max_cache_bytes(services.env));
   const auto& c = summary.counters;
   std::uint64_t lookups = c.hits + c.misses;
   fmt::print("cache directory   {}\n", dir.string());
-  fmt::print("objects           {} ({} of {} cap)\n", summary.entries, human(summary.bytes),
-             human(cache::default_max_cache_bytes()));
+  fmt::print("objects           {} ({} of {} cap)\n", summary.entries, human(summary.bytes), human(cap));
   fmt::print("hits / misses     {} / {} ({:.0f}% hit rate)\n", c.hits, c.misses,
              lookups ? 100.0 * c.hits / lookups : 0.0);
   fmt::print("stores            {}\n", c.stores);
@@ -32,8 +32,9 @@ Result<ExitCode> run_stats(Services& services) {
 }
 
 Result<ExitCode> run_clean_cache(bool toolchains, Services& services) {
-  auto dir = toolchain::default_cache_dir();
-  std::vector<std::string> parts = {"objects", "manifests", "stats", "tmp"};
+  auto dir = util::CacheLayout::from_environment(services.env).root;
+  std::vector<std::string> parts;
+  for (auto part = util::CacheLayout::compile_cache_parts(); *part; ++part) parts.push_back(*part);
   if (toolchains) {
     parts.push_back("toolchains");
     parts.push_back("downloads");

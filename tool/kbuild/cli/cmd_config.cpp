@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kbuild/cli/build_session.hpp"
+#include "kbuild/build/kernel_source.hpp"
 #include "kbuild/cli/command.hpp"
 #include "kbuild/config/build_toml.hpp"
 #include "kbuild/plan/cuda_archs.hpp"
@@ -58,7 +58,7 @@ Result<ExitCode> run_config(const ConfigOptions& options, Services& services) {
   auto kernel_dir = absolute_dir(options.kernel_dir);
   auto cuda = util::Version::parse(options.cuda);
   if (!cuda) return fail("--cuda " + options.cuda + " is not a version", "", ExitCode::usage);
-  KB_TRY(require_kernel_dir(services.fs, kernel_dir));
+  KB_TRY(build::require_kernel_dir(services.fs, kernel_dir));
   config::ParseOutcome outcome;
   if (options.syntax_only) {
     auto text = services.fs.read_file(kernel_dir / "build.toml");

@@ -29,7 +29,7 @@ Result<ExitCode> run_download(const DownloadCliOptions& options, Services& servi
   KB_TRY_ASSIGN(auto entries, lock::read_lockfile(services.fs, project_dir));
   lock::DownloadOptions download;
   download.all_variants = options.all_variants;
-  auto cache = lock::resolve_hf_cache(util::current_environment());
+  auto cache = lock::resolve_hf_cache(services.env.all());
   download.cache_root = cache.root;
   if (!options.all_variants) {
     auto facts = probe_system_facts(services.launcher, services.fs, options.python);
@@ -40,10 +40,10 @@ Result<ExitCode> run_download(const DownloadCliOptions& options, Services& servi
     }
     download.system = *facts;
   }
-  if (!options.json && !options.quiet && (options.verbose || is_smart_terminal(stderr)))
+  if (!options.json && !options.quiet && (options.verbose || is_smart_terminal(stderr, services.env)))
     download.progress = [](const std::string& line) { fmt::print(stderr, "kbuild: {}\n", line); };
 
-  HubSession hub = open_hub(services.fs, options.endpoint, options.verbose);
+  HubSession hub = open_hub(services.fs, services.env, options.endpoint, options.verbose);
   lock::HubKernelIndex index(*hub.client);
   KB_TRY_ASSIGN(auto outcome, lock::download_locked(entries, download, index, services.fs));
 

@@ -95,7 +95,8 @@ Result<ExitCode> run_lock(const LockCliOptions& options, Services& services) {
       request.options.upgrade.insert(repo);
   }
   request.options.trusted.insert(options.trust.begin(), options.trust.end());
-  const bool show_progress = !options.json && !options.quiet && (options.verbose || is_smart_terminal(stderr));
+  const bool show_progress =
+      !options.json && !options.quiet && (options.verbose || is_smart_terminal(stderr, services.env));
   if (show_progress)
     request.options.progress = [](const std::string& line) { fmt::print(stderr, "kbuild: {}\n", line); };
   if (!options.quiet)
@@ -104,7 +105,7 @@ Result<ExitCode> run_lock(const LockCliOptions& options, Services& services) {
     fmt::print(stderr, "{}", config::format_diagnostics(diagnostics));
   };
 
-  HubSession hub = open_hub(services.fs, options.endpoint, options.verbose);
+  HubSession hub = open_hub(services.fs, services.env, options.endpoint, options.verbose);
   lock::HubKernelIndex index(*hub.client);
   KB_TRY_ASSIGN(auto outcome, lock::lock_project(request, index, services.fs));
   for (const auto& repo : request.options.upgrade) {

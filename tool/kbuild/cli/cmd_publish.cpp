@@ -6,7 +6,7 @@
 
 #include <chrono>
 
-#include "kbuild/cli/build_session.hpp"
+#include "kbuild/build/kernel_source.hpp"
 #include "kbuild/cli/command.hpp"
 #include "kbuild/cli/hub_session.hpp"
 #include "kbuild/hub/publish.hpp"
@@ -41,8 +41,8 @@ void print_plan(const hub::PublishOutcome& outcome) {
 
 Result<ExitCode> run_publish(const PublishCliOptions& options, Services& services) {
   auto kernel_dir = absolute_dir(options.kernel_dir);
-  KB_TRY_ASSIGN(config::KernelConfig config, load_config_reporting(services.fs, kernel_dir));
-  HubSession hub = open_hub(services.fs, options.endpoint, options.verbose);
+  KB_TRY_ASSIGN(config::KernelConfig config, build::load_kernel(services.fs, kernel_dir, print_diagnostics));
+  HubSession hub = open_hub(services.fs, services.env, options.endpoint, options.verbose);
 
   hub::PublishOptions publish;
   publish.kernel_dir = kernel_dir;
@@ -54,7 +54,7 @@ Result<ExitCode> run_publish(const PublishCliOptions& options, Services& service
   publish.force = options.force;
   publish.has_token = hub.token.has_value();
 
-  const bool terminal = is_smart_terminal(stderr) && !options.json;
+  const bool terminal = is_smart_terminal(stderr, services.env) && !options.json;
   auto start = std::chrono::steady_clock::now();
   hub::PublishHooks hooks;
   hooks.info = [&](const std::string& line) {

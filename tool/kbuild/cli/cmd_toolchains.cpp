@@ -3,11 +3,10 @@
 #include <fmt/core.h>
 
 #include <deque>
-#include <set>
 
-#include "kbuild/cli/build_session.hpp"
+#include "kbuild/build/kernel_source.hpp"
+#include "kbuild/build/matrix_session.hpp"
 #include "kbuild/cli/command.hpp"
-#include "kbuild/cli/matrix_session.hpp"
 #include "kbuild/toolchain/probe.hpp"
 
 namespace kbuild::cli {
@@ -24,31 +23,17 @@ struct ToolchainsOptions {
 
 Result<ExitCode> run_lock(const ToolchainsOptions& options, Services& services) {
   auto kernel_dir = absolute_dir(options.kernel_dir);
-  KB_TRY_ASSIGN(config::KernelConfig config, load_config_reporting(services.fs, kernel_dir));
-  KB_TRY_ASSIGN(MatrixSession session, open_matrix(services.fs, config, kernel_dir, {}, false));
+  KB_TRY_ASSIGN(config::KernelConfig config, build::load_kernel(services.fs, kernel_dir, print_diagnostics));
+  KB_TRY_ASSIGN(build::MatrixSession session,
+                build::open_matrix(services.fs, config, kernel_dir, {}, false, print_diagnostics));
   toolchain::LockFile previous = session.lock;
   if (options.update) session.lock.toolchains.clear();
   toolchain::ProvisionOptions provision;
-  provision.cache_dir = toolchain::default_cache_dir();
+  provision.cache = util::CacheLayout::from_environment(services.env);
   provision.python = options.python.empty() ? "python3" : options.python;
   toolchain::Provisioner provisioner(services.launcher, services.fs, provision, session.lock,
                                      [](const std::string& line) { fmt::print("kbuild: {}\n", line); });
-  // Every Torch and CUDA version of the matrix is pinned, including CUDA versions this machine has,
-  // so the lock also serves machines without them.
-  std::set<std::string> torch, cuda;
-  for (const auto& entry : session.all) {
-    if (entry.variant.kind == plan::Variant::Kind::noarch) continue;
-    torch.insert(entry.torch.major_minor());
-    if (entry.cuda && entry.cuda->major() >= 13) cuda.insert(entry.cuda->major_minor());
-  }
-  for (const auto& version : torch) KB_TRY(provisioner.artifacts("torch", *util::Version::parse(version)));
-  for (const auto& version : cuda) KB_TRY(provisioner.artifacts("cuda", *util::Version::parse(version)));
-  // Pins of toolchains the matrix no longer uses are dropped.
-  for (auto it = session.lock.toolchains.begin(); it != session.lock.toolchains.end();) {
-    std::string version = it->first.substr(it->first.find('-') + 1);
-    bool used = it->first.starts_with("torch-") ? torch.count(version) : cuda.count(version);
-    it = used ? std::next(it) : session.lock.toolchains.erase(it);
-  }
+  KB_TRY(build::pin_matrix_toolchains(session.all, provisioner, session.lock));
   if (session.lock_existed && session.lock == previous) {
     fmt::print("{} is up to date\n", session.lock_path.string());
     return ExitCode::ok;
@@ -62,31 +47,32 @@ Result<ExitCode> run_lock(const ToolchainsOptions& options, Services& services) 
 
 Result<ExitCode> run_fetch(const ToolchainsOptions& options, Services& services) {
   auto kernel_dir = absolute_dir(options.kernel_dir);
-  KB_TRY_ASSIGN(config::KernelConfig config, load_config_reporting(services.fs, kernel_dir));
-  KB_TRY_ASSIGN(MatrixSession session, open_matrix(services.fs, config, kernel_dir, {}, options.locked));
+  KB_TRY_ASSIGN(config::KernelConfig config, build::load_kernel(services.fs, kernel_dir, print_diagnostics));
+  KB_TRY_ASSIGN(build::MatrixSession session,
+                build::open_matrix(services.fs, config, kernel_dir, {}, options.locked, print_diagnostics));
   toolchain::ProbeOptions probe;
   probe.python = options.python.empty() ? "python3" : options.python;
   probe.need_torch = false;
-  if (const char* home = std::getenv("CUDA_HOME")) probe.cuda_home = home;
+  probe.cuda_home = services.env.get("CUDA_HOME");
   KB_TRY_ASSIGN(toolchain::Toolchain local, toolchain::probe_local_toolchain(services.launcher, services.fs, probe));
-  KB_TRY_ASSIGN(auto user_cuda, parse_cuda_toolkits(options.cuda_toolkits));
+  KB_TRY_ASSIGN(auto user_cuda, build::parse_cuda_toolkits(options.cuda_toolkits));
   toolchain::ProvisionOptions provision;
-  provision.cache_dir = toolchain::default_cache_dir();
+  provision.cache = util::CacheLayout::from_environment(services.env);
   provision.python = probe.python;
   provision.locked = options.locked;
-  provision.progress = is_smart_terminal(stdout);
+  provision.progress = is_smart_terminal(stdout, services.env);
   provision.user_cuda = user_cuda;
   provision.host_cxx = local.cxx.cxx.string();
   toolchain::Provisioner provisioner(services.launcher, services.fs, provision, session.lock,
                                      [](const std::string& line) { fmt::print("kbuild: {}\n", line); });
   std::deque<toolchain::Toolchain> storage;
-  auto builds = provision_variants(session.all, provisioner, local, storage);
+  auto builds = build::provision_variants(session.all, provisioner, local, storage);
   if (provisioner.lock_changed()) KB_TRY(services.fs.write_file_atomic(session.lock_path, session.lock.serialize()));
   if (!builds) return fail(builds.error());
   for (const auto& tc : storage)
     fmt::print("  torch {:14} cuda {:10} ({})\n", tc.torch.version_string, tc.cuda ? tc.cuda->version.str() : "-",
                tc.cuda ? tc.cuda->origin : "cpu");
-  fmt::print("toolchains of {} variants are in {}\n", builds->size(), provision.cache_dir.string());
+  fmt::print("toolchains of {} variants are in {}\n", builds->size(), provision.cache.toolchains().string());
   return ExitCode::ok;
 }
 

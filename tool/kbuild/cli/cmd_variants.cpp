@@ -4,9 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kbuild/cli/build_session.hpp"
+#include "kbuild/build/kernel_source.hpp"
+#include "kbuild/build/matrix_session.hpp"
 #include "kbuild/cli/command.hpp"
-#include "kbuild/cli/matrix_session.hpp"
 #include "kbuild/toolchain/probe.hpp"
 
 namespace kbuild::cli {
@@ -22,22 +22,21 @@ struct VariantsOptions {
 
 Result<ExitCode> run_variants(const VariantsOptions& options, Services& services) {
   auto kernel_dir = absolute_dir(options.kernel_dir);
-  KB_TRY_ASSIGN(config::KernelConfig config, load_config_reporting(services.fs, kernel_dir));
-  KB_TRY_ASSIGN(MatrixSession session, open_matrix(services.fs, config, kernel_dir, options.filter, false));
-  KB_TRY_ASSIGN(auto user_cuda, parse_cuda_toolkits(options.cuda_toolkits));
-  std::optional<std::string> cuda_home;
-  if (const char* home = std::getenv("CUDA_HOME")) cuda_home = home;
-  auto system = toolchain::probe_cuda(services.launcher, services.fs, cuda_home);
+  KB_TRY_ASSIGN(config::KernelConfig config, build::load_kernel(services.fs, kernel_dir, print_diagnostics));
+  KB_TRY_ASSIGN(build::MatrixSession session,
+                build::open_matrix(services.fs, config, kernel_dir, options.filter, false, print_diagnostics));
+  KB_TRY_ASSIGN(auto user_cuda, build::parse_cuda_toolkits(options.cuda_toolkits));
+  auto system = toolchain::probe_cuda(services.launcher, services.fs, services.env.get("CUDA_HOME"));
   std::optional<toolchain::CudaToolkit> system_cuda = system ? *system : std::nullopt;
-  auto cache_dir = toolchain::default_cache_dir();
+  auto cache = util::CacheLayout::from_environment(services.env);
 
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   for (const auto& entry : session.selected) {
     const auto& v = entry.variant;
-    bool noarch = v.kind == plan::Variant::Kind::noarch;
-    std::string compute = v.backend == config::Backend::cuda && v.cuda ? "cu" + plan::flatten_version(*v.cuda)
+    bool noarch = v.kind == config::Variant::Kind::noarch;
+    std::string compute = v.backend == config::Backend::cuda && v.cuda ? "cu" + config::flatten_version(*v.cuda)
                                                                        : config::to_string(v.backend);
-    bool present = toolchains_present(entry, session.lock, cache_dir, system_cuda, user_cuda, services.fs);
+    bool present = build::toolchains_present(entry, session.lock, cache, system_cuda, user_cuda, services.fs);
     nlohmann::ordered_json item = {
         {"name", v.name()},
         {"torch", noarch ? nlohmann::ordered_json() : nlohmann::ordered_json(entry.torch.major_minor())},

@@ -10,9 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "kbuild/config/diagnostic.hpp"
 #include "kbuild/util/fs.hpp"
 #include "kbuild/util/process.hpp"
 #include "kbuild/util/result.hpp"
+#include "kbuild/util/system.hpp"
 
 namespace kbuild::cli {
 
@@ -20,6 +22,9 @@ namespace kbuild::cli {
 struct Services {
   util::FileSystem& fs;
   util::ProcessLauncher& launcher;
+  const util::Environment& env;
+  const util::Clock& clock;
+  util::Random& random;
 };
 
 using CommandAction = std::function<Result<ExitCode>(Services&)>;
@@ -42,16 +47,18 @@ void register_lock(CLI::App& app, CommandAction& action);
 void register_download(CLI::App& app, CommandAction& action);
 void register_versions(CLI::App& app, CommandAction& action);  ///< versions and info
 
-/// The kbuild version ("0.1.0").
+/// The kbuild version (util::k_kbuild_version, from CMake's project()).
 const char* version();
-/// The builder identification written into metadata.json provenance ("kbuild/0.1.0").
+/// The builder identification written into metadata.json provenance ("kbuild/<version>").
 std::string builder_id();
 
 /// Absolute, normalised kernel directory from a command-line argument ("." by default).
 std::filesystem::path absolute_dir(const std::string& dir);
 /// Number of CPUs available to this process.
 size_t available_cpus();
-/// Whether `stream` is a terminal that understands escape sequences.
-bool is_smart_terminal(std::FILE* stream);
+/// Whether `stream` is a terminal that understands escape sequences (TERM set and not "dumb").
+bool is_smart_terminal(std::FILE* stream, const util::Environment& env);
+/// Prints diagnostics of an input file to stderr (the library's DiagnosticSink for commands).
+void print_diagnostics(const std::vector<config::Diagnostic>& diagnostics);
 
 }  // namespace kbuild::cli

@@ -7,8 +7,9 @@
 
 namespace kbuild::cli {
 
-HubSession open_hub(const util::FileSystem& fs, const std::optional<std::string>& endpoint, bool verbose) {
-  auto env = util::current_environment();
+HubSession open_hub(const util::FileSystem& fs, const util::Environment& environment,
+                    const std::optional<std::string>& endpoint, bool verbose) {
+  auto env = environment.all();
   HubSession session;
   session.token = hub::resolve_token(env, fs);
   session.transport = std::make_unique<hub::CurlTransport>();

@@ -11,6 +11,7 @@
 #include "kbuild/lock/variant_select.hpp"
 #include "kbuild/util/fs.hpp"
 #include "kbuild/util/process.hpp"
+#include "kbuild/util/system.hpp"
 
 namespace kbuild::cli {
 
@@ -20,7 +21,8 @@ struct HubSession {
   std::optional<hub::Token> token;
 };
 
-HubSession open_hub(const util::FileSystem& fs, const std::optional<std::string>& endpoint, bool verbose);
+HubSession open_hub(const util::FileSystem& fs, const util::Environment& env,
+                    const std::optional<std::string>& endpoint, bool verbose);
 
 /// What the `kernels` loader would see on this machine, from the Torch of `python`; an error (exit
 /// code 3) when that interpreter has no usable Torch.

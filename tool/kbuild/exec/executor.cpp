@@ -1,6 +1,5 @@
 #include "kbuild/exec/executor.hpp"
 
-#include <chrono>
 #include <deque>
 #include <map>
 #include <set>
@@ -11,198 +10,227 @@
 namespace kbuild::exec {
 
 namespace {
+
 FileRecord file_record(const std::string& path, StatCache& stats) {
   const util::FileStat& st = stats.stat(path);
   return {path, st.mtime_ns, st.size};
 }
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-}  // namespace
+// One run of the executor: the staleness decisions, the ready queue, the jobs in flight.
+class Run {
+ public:
+  Run(const plan::JobGraph& graph, ExecutorServices& services, const ExecutorOptions& options)
+      : m_jobs(graph.jobs),
+        m_s(services),
+        m_options(options),
+        m_stats(services.fs),
+        m_stale(m_jobs.size(), false),
+        m_dependents(m_jobs.size()),
+        m_waiting_on(m_jobs.size(), 0) {}
 
-void Executor::record(size_t index, const std::vector<FileRecord>& explicit_inputs, StatCache& stats) {
-  const plan::Job& job = m_graph.jobs[index];
-  JobRecord record;
-  record.key = job.key;
-  for (const auto& output : job.outputs) {
-    stats.forget(output.string());
-    record.outputs.push_back(file_record(output.string(), stats));
-  }
-  record.inputs = explicit_inputs;
-  std::set<std::string> known;
-  for (const auto& input : explicit_inputs) known.insert(input.path);
-  if (job.depfile) {
-    if (auto text = m_fs.read_file(*job.depfile)) {
-      if (auto prerequisites = parse_depfile(*text)) {
-        for (const auto& path : *prerequisites)
-          if (known.insert(path).second) record.inputs.push_back(file_record(path, stats));
-      }
-    }
-  }
-  m_state.set(job.id, std::move(record));
-}
-
-ExecSummary Executor::run() {
-  ExecSummary summary;
-  const auto& jobs = m_graph.jobs;
-  summary.total = jobs.size();
-  StatCache stats(m_fs);
-
-  std::vector<bool> stale(jobs.size(), false);
-  std::vector<std::vector<size_t>> dependents(jobs.size());
-  std::vector<size_t> waiting_on(jobs.size(), 0);
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    for (size_t dep : jobs[i].deps) {
-      dependents[dep].push_back(i);
-      if (stale[dep]) {
-        stale[i] = true;
-        ++waiting_on[i];
-      }
-    }
-    if (!stale[i]) {
-      if (auto reason = staleness_reason(jobs[i], m_state.find(jobs[i].id), stats)) {
-        stale[i] = true;
-        m_reporter.explain(jobs[i], *reason);
-      }
-    } else {
-      m_reporter.explain(jobs[i], "a dependency is stale");
-    }
-    if (stale[i]) ++summary.stale;
-  }
-  if (summary.stale == 0) return summary;
-
-  std::deque<size_t> ready;
-  for (size_t i = 0; i < jobs.size(); ++i)
-    if (stale[i] && waiting_on[i] == 0) ready.push_back(i);
-
-  size_t finished = 0, started = 0;
-  bool stop = false;
-  std::map<size_t, std::vector<FileRecord>> in_flight;  // job -> explicit inputs as read at start
-
-  auto complete = [&](size_t index, const JobOutcome& outcome) {
-    const plan::Job& job = jobs[index];
-    ++finished;
-    if (outcome.success) {
-      if (outcome.cache_hit)
-        ++summary.cache_hits;
-      else
-        ++summary.ran;
-      for (size_t next : dependents[index])
-        if (stale[next] && --waiting_on[next] == 0) ready.push_back(next);
-    } else {
-      ++summary.failed;
-      m_state.erase(job.id);
-      if (!m_options.keep_going) stop = true;
-    }
-    m_reporter.job_finished(job, outcome, finished, summary.stale);
-  };
-
-  auto inputs_at_start = [&](size_t index) {
-    std::vector<FileRecord> inputs;
-    for (const auto& input : jobs[index].inputs) {
-      stats.forget(input.string());
-      inputs.push_back(file_record(input.string(), stats));
-    }
-    return inputs;
-  };
-
-  // After a failure (stop) nothing new starts, but running commands finish and are recorded.
-  while (true) {
-    while (!stop && !ready.empty() && m_runner.running() < std::max<size_t>(1, m_options.jobs)) {
-      if (interrupted()) {
-        stop = true;
-        summary.interrupted = true;
+  ExecSummary execute() {
+    m_summary.total = m_jobs.size();
+    decide_staleness();
+    if (m_summary.stale == 0) return m_summary;
+    for (size_t i = 0; i < m_jobs.size(); ++i)
+      if (m_stale[i] && m_waiting_on[i] == 0) m_ready.push_back(i);
+    // After a failure (stop) nothing new starts, but running commands finish and are recorded.
+    while (true) {
+      start_ready_jobs();
+      if (m_s.runner.running() == 0) break;
+      auto result = m_s.runner.wait();
+      if (!result) {
+        if (interrupted()) m_summary.interrupted = true;
         break;
       }
-      size_t index = ready.front();
-      ready.pop_front();
-      const plan::Job& job = jobs[index];
-      auto explicit_inputs = inputs_at_start(index);
-      if (m_cache && job.cacheable && m_cache->restore(job)) {
-        m_reporter.job_started(job, started++, summary.stale, true);
-        record(index, explicit_inputs, stats);
-        JobOutcome outcome;
-        outcome.cache_hit = true;
-        complete(index, outcome);
-        continue;
-      }
-      m_reporter.job_started(job, started++, summary.stale, false);
-      if (job.action) {
-        auto start = std::chrono::steady_clock::now();
-        auto result = job.action(m_fs);
-        JobOutcome outcome;
-        outcome.seconds = seconds_since(start);
-        if (!result) {
-          outcome.success = false;
-          outcome.error = result.error().message;
-        } else {
-          record(index, explicit_inputs, stats);
+      finish_command(std::move(*result));
+    }
+    abort_running();
+    if (interrupted()) m_summary.interrupted = true;
+    m_summary.not_run = m_summary.stale - m_finished;
+    return m_summary;
+  }
+
+ private:
+  // Everything is decided before the first job starts (see executor.hpp).
+  void decide_staleness() {
+    for (size_t i = 0; i < m_jobs.size(); ++i) {
+      for (size_t dep : m_jobs[i].deps) {
+        m_dependents[dep].push_back(i);
+        if (m_stale[dep]) {
+          m_stale[i] = true;
+          ++m_waiting_on[i];
         }
-        complete(index, outcome);
-        continue;
       }
-      for (const auto& path : {job.outputs.front(), job.temp_output.value_or(job.outputs.front())})
-        (void)m_fs.make_dirs(path.parent_path());
-      if (job.temp_output) (void)m_fs.remove_all(*job.temp_output);
-      std::vector<std::string> argv = job.command_line();
-      bool compile = job.kind == plan::JobKind::compile_cxx || job.kind == plan::JobKind::compile_cuda;
-      if (compile && !m_options.launcher.empty())
-        argv.insert(argv.begin(), m_options.launcher.begin(), m_options.launcher.end());
-      if (auto started = m_runner.start(index, argv); !started) {
-        JobOutcome outcome;
+      if (m_stale[i]) {
+        m_s.reporter.explain(m_jobs[i], "a dependency is stale");
+      } else if (auto reason = staleness_reason(m_jobs[i], m_s.state.find(m_jobs[i].id), m_stats)) {
+        m_stale[i] = true;
+        m_s.reporter.explain(m_jobs[i], *reason);
+      }
+      if (m_stale[i]) ++m_summary.stale;
+    }
+  }
+
+  void start_ready_jobs() {
+    while (!m_stop && !m_ready.empty() && m_s.runner.running() < std::max<size_t>(1, m_options.jobs)) {
+      if (interrupted()) {
+        m_stop = true;
+        m_summary.interrupted = true;
+        return;
+      }
+      size_t index = m_ready.front();
+      m_ready.pop_front();
+      start(index);
+    }
+  }
+
+  void start(size_t index) {
+    const plan::Job& job = m_jobs[index];
+    auto explicit_inputs = inputs_at_start(index);
+    if (m_s.cache && job.cacheable && m_s.cache->restore(job)) {
+      m_s.reporter.job_started(job, m_started++, m_summary.stale, true);
+      record(index, explicit_inputs);
+      JobOutcome outcome;
+      outcome.cache_hit = true;
+      complete(index, outcome);
+      return;
+    }
+    m_s.reporter.job_started(job, m_started++, m_summary.stale, false);
+    if (job.in_process()) {
+      auto start_time = m_s.clock.now();
+      auto result = m_s.actions.run(job);
+      JobOutcome outcome;
+      outcome.seconds = m_s.clock.seconds_since(start_time);
+      if (!result) {
         outcome.success = false;
-        outcome.error = started.error().message;
-        complete(index, outcome);
-        continue;
+        outcome.error = result.error().message;
+      } else {
+        record(index, explicit_inputs);
       }
-      in_flight[index] = std::move(explicit_inputs);
+      complete(index, outcome);
+      return;
     }
-    if (m_runner.running() == 0) break;
-    auto result = m_runner.wait();
-    if (!result) {
-      if (interrupted()) summary.interrupted = true;
-      break;
+    for (const auto& path : {job.outputs.front(), job.temp_output.value_or(job.outputs.front())})
+      (void)m_s.fs.make_dirs(path.parent_path());
+    if (job.temp_output) (void)m_s.fs.remove_all(*job.temp_output);
+    std::vector<std::string> argv = job.command_line();
+    bool compile = job.kind == plan::JobKind::compile_cxx || job.kind == plan::JobKind::compile_cuda;
+    if (compile && !m_options.launcher.empty())
+      argv.insert(argv.begin(), m_options.launcher.begin(), m_options.launcher.end());
+    if (auto started = m_s.runner.start(index, argv); !started) {
+      JobOutcome outcome;
+      outcome.success = false;
+      outcome.error = started.error().message;
+      complete(index, outcome);
+      return;
     }
-    size_t index = result->token;
-    const plan::Job& job = jobs[index];
-    auto explicit_inputs = std::move(in_flight[index]);
-    in_flight.erase(index);
+    m_in_flight[index] = std::move(explicit_inputs);
+  }
+
+  void finish_command(CommandResult result) {
+    size_t index = result.token;
+    const plan::Job& job = m_jobs[index];
+    auto explicit_inputs = std::move(m_in_flight[index]);
+    m_in_flight.erase(index);
     JobOutcome outcome;
-    outcome.exit_code = result->exit_code;
-    outcome.output = std::move(result->output);
-    outcome.seconds = result->seconds;
-    outcome.success = result->exit_code == 0;
+    outcome.exit_code = result.exit_code;
+    outcome.output = std::move(result.output);
+    outcome.seconds = result.seconds;
+    outcome.success = result.exit_code == 0;
     if (outcome.success && job.temp_output) {
-      if (auto renamed = m_fs.rename(*job.temp_output, job.outputs.front()); !renamed) {
+      if (auto renamed = m_s.fs.rename(*job.temp_output, job.outputs.front()); !renamed) {
         outcome.success = false;
         outcome.error = renamed.error().message;
       }
     }
     if (outcome.success) {
-      record(index, explicit_inputs, stats);
-      if (m_cache && job.cacheable) {
+      record(index, explicit_inputs);
+      if (m_s.cache && job.cacheable) {
         std::vector<std::string> prerequisites;
-        for (const auto& input : m_state.find(job.id)->inputs) prerequisites.push_back(input.path);
-        m_cache->store(job, prerequisites);
+        for (const auto& input : m_s.state.find(job.id)->inputs) prerequisites.push_back(input.path);
+        m_s.cache->store(job, prerequisites);
       }
     } else if (job.temp_output) {
-      (void)m_fs.remove_all(*job.temp_output);
+      (void)m_s.fs.remove_all(*job.temp_output);
     }
     complete(index, outcome);
   }
 
-  if (m_runner.running() > 0) {
-    m_runner.abort_all();
-    for (const auto& [index, inputs] : in_flight) {
-      const plan::Job& job = jobs[index];
-      if (job.temp_output) (void)m_fs.remove_all(*job.temp_output);
-      m_state.erase(job.id);
+  void complete(size_t index, const JobOutcome& outcome) {
+    const plan::Job& job = m_jobs[index];
+    ++m_finished;
+    if (outcome.success) {
+      ++(outcome.cache_hit ? m_summary.cache_hits : m_summary.ran);
+      for (size_t next : m_dependents[index])
+        if (m_stale[next] && --m_waiting_on[next] == 0) m_ready.push_back(next);
+    } else {
+      ++m_summary.failed;
+      m_s.state.erase(job.id);
+      if (!m_options.keep_going) m_stop = true;
+    }
+    m_s.reporter.job_finished(job, outcome, m_finished, m_summary.stale);
+  }
+
+  // Stops what still runs (interrupt, or a failed wait): partial outputs go, records are dropped.
+  void abort_running() {
+    if (m_s.runner.running() == 0) return;
+    m_s.runner.abort_all();
+    for (const auto& [index, inputs] : m_in_flight) {
+      const plan::Job& job = m_jobs[index];
+      if (job.temp_output) (void)m_s.fs.remove_all(*job.temp_output);
+      m_s.state.erase(job.id);
     }
   }
-  if (interrupted()) summary.interrupted = true;
-  summary.not_run = summary.stale - finished;
-  return summary;
-}
+
+  std::vector<FileRecord> inputs_at_start(size_t index) {
+    std::vector<FileRecord> inputs;
+    for (const auto& input : m_jobs[index].inputs) {
+      m_stats.forget(input.string());
+      inputs.push_back(file_record(input.string(), m_stats));
+    }
+    return inputs;
+  }
+
+  // Records what the job read (explicit inputs as they were at its start, plus its depfile's) and wrote.
+  void record(size_t index, const std::vector<FileRecord>& explicit_inputs) {
+    const plan::Job& job = m_jobs[index];
+    JobRecord record;
+    record.key = job.key;
+    for (const auto& output : job.outputs) {
+      m_stats.forget(output.string());
+      record.outputs.push_back(file_record(output.string(), m_stats));
+    }
+    record.inputs = explicit_inputs;
+    std::set<std::string> known;
+    for (const auto& input : explicit_inputs) known.insert(input.path);
+    if (job.depfile) {
+      if (auto text = m_s.fs.read_file(*job.depfile)) {
+        if (auto prerequisites = parse_depfile(*text)) {
+          for (const auto& path : *prerequisites)
+            if (known.insert(path).second) record.inputs.push_back(file_record(path, m_stats));
+        }
+      }
+    }
+    m_s.state.set(job.id, std::move(record));
+  }
+
+  const std::vector<plan::Job>& m_jobs;
+  ExecutorServices& m_s;
+  const ExecutorOptions& m_options;
+  StatCache m_stats;
+  ExecSummary m_summary;
+  std::vector<bool> m_stale;
+  std::vector<std::vector<size_t>> m_dependents;
+  std::vector<size_t> m_waiting_on;
+  std::deque<size_t> m_ready;
+  std::map<size_t, std::vector<FileRecord>> m_in_flight;  // job -> explicit inputs as read at start
+  size_t m_finished = 0, m_started = 0;
+  bool m_stop = false;
+};
+
+}  // namespace
+
+ExecSummary Executor::run() { return Run(m_graph, m_services, m_options).execute(); }
 
 }  // namespace kbuild::exec

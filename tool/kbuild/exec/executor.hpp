@@ -9,16 +9,19 @@
 // jobs that will run, and a no-op build does nothing but stat files.
 //
 // Outputs: a command writes job.temp_output; on success it is renamed to outputs[0]; on failure or
-// interrupt it is deleted. In-process jobs write atomically themselves.
+// interrupt it is deleted. In-process jobs (generate, install) go to the ActionRunner, which writes
+// atomically.
 
 #include <cstddef>
 
+#include "kbuild/exec/action_runner.hpp"
 #include "kbuild/exec/build_state.hpp"
 #include "kbuild/exec/command_runner.hpp"
 #include "kbuild/exec/job_cache.hpp"
 #include "kbuild/exec/reporter.hpp"
 #include "kbuild/plan/graph.hpp"
 #include "kbuild/util/fs.hpp"
+#include "kbuild/util/system.hpp"
 
 namespace kbuild::exec {
 
@@ -41,30 +44,29 @@ struct ExecSummary {
   bool ok() const { return failed == 0 && !interrupted && not_run == 0; }
 };
 
+/// What the executor works with: where files are, how commands and in-process jobs run, what to
+/// remember, whom to tell, and the clock for durations.
+struct ExecutorServices {
+  util::FileSystem& fs;
+  CommandRunner& runner;
+  ActionRunner& actions;
+  BuildState& state;
+  Reporter& reporter;
+  const util::Clock& clock;
+  JobCache* cache = nullptr;  ///< optional compile cache
+};
+
 class Executor {
  public:
-  Executor(const plan::JobGraph& graph, CommandRunner& runner, util::FileSystem& fs, BuildState& state,
-           Reporter& reporter, ExecutorOptions options, JobCache* cache = nullptr)
-      : m_graph(graph),
-        m_runner(runner),
-        m_fs(fs),
-        m_state(state),
-        m_reporter(reporter),
-        m_options(options),
-        m_cache(cache) {}
+  Executor(const plan::JobGraph& graph, ExecutorServices services, ExecutorOptions options)
+      : m_graph(graph), m_services(services), m_options(std::move(options)) {}
 
   ExecSummary run();
 
  private:
-  void record(size_t index, const std::vector<FileRecord>& explicit_inputs, StatCache& stats);
-
   const plan::JobGraph& m_graph;
-  CommandRunner& m_runner;
-  util::FileSystem& m_fs;
-  BuildState& m_state;
-  Reporter& m_reporter;
+  ExecutorServices m_services;
   ExecutorOptions m_options;
-  JobCache* m_cache;
 };
 
 }  // namespace kbuild::exec

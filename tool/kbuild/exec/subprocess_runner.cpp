@@ -37,7 +37,7 @@ SubprocessRunner::~SubprocessRunner() { abort_all(); }
 
 Result<void> SubprocessRunner::start(size_t token, const std::vector<std::string>& argv) {
   if (argv.empty()) return fail("internal error: empty command");
-  auto program = util::find_program(argv[0]);
+  auto program = util::RealProcessLauncher().find(argv[0]);
   if (!program) return fail("program not found: " + argv[0], "check PATH", ExitCode::toolchain);
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return fail(std::string("pipe: ") + std::strerror(errno));

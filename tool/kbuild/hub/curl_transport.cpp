@@ -6,6 +6,8 @@
 #include <cstring>
 #include <mutex>
 
+#include "kbuild/util/build_info.hpp"
+
 namespace kbuild::hub {
 
 namespace {
@@ -117,7 +119,8 @@ std::expected<HttpResponse, TransportError> CurlTransport::send(const HttpReques
   curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, 60L);
   if (request.timeout_seconds > 0)
     curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(request.timeout_seconds * 1000));
-  curl_easy_setopt(curl, CURLOPT_USERAGENT, "kbuild/0.1.0");
+  const std::string agent = std::string("kbuild/") + util::k_kbuild_version;
+  curl_easy_setopt(curl, CURLOPT_USERAGENT, agent.c_str());
   ResponseSink sink;
   sink.curl = curl;
   sink.memory = &response.body;

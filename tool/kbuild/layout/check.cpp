@@ -3,9 +3,9 @@
 #include <map>
 #include <regex>
 
+#include "kbuild/config/variant.hpp"
 #include "kbuild/layout/digest.hpp"
 #include "kbuild/layout/metadata.hpp"
-#include "kbuild/plan/variant.hpp"
 #include "kbuild/util/version.hpp"
 
 namespace kbuild::layout {
@@ -120,7 +120,7 @@ std::vector<CheckIssue> check_variant(const util::FileSystem& fs, const std::fil
   auto error = [&](std::string where, std::string message) {
     issues.push_back({true, std::move(where), std::move(message)});
   };
-  auto variant = plan::Variant::parse(name);
+  auto variant = config::Variant::parse(name);
   if (!variant) error(name, "is not a variant name kbuild produces; the kernels loader may ignore it");
 
   auto files = util::list_files_recursive(fs, variant_dir);
@@ -164,7 +164,7 @@ std::vector<CheckIssue> check_variant(const util::FileSystem& fs, const std::fil
       if (!metadata->digest->count(path)) error(name + "/" + path, "is not listed in the digest");
   }
 
-  if (variant && variant->kind == plan::Variant::Kind::torch) {
+  if (variant && variant->kind == config::Variant::Kind::torch) {
     std::string library = metadata->id + ".abi3.so";
     auto image = fs.read_file(variant_dir / library);
     if (!image) {

@@ -12,6 +12,8 @@ const char* to_string(JobKind kind) {
       return "CUDA";
     case JobKind::link:
       return "LINK";
+    case JobKind::generate:
+      return "GEN";
     case JobKind::install:
       return "INSTALL";
   }
@@ -34,7 +36,7 @@ Result<void> JobGraph::validate() const {
       if (!outputs.insert(output).second) return fail("internal error: two jobs write " + output.string());
     for (size_t dep : job.deps)
       if (dep >= i) return fail("internal error: job " + job.id + " depends on a later job");
-    if (job.argv.empty() && !job.action) return fail("internal error: job " + job.id + " has nothing to do");
+    if (job.argv.empty() && !job.in_process()) return fail("internal error: job " + job.id + " has nothing to do");
   }
   return {};
 }

@@ -3,12 +3,12 @@
 // executor (exec/executor.hpp) decides which are stale and runs them in dependency order.
 
 #include <filesystem>
-#include <functional>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
-#include "kbuild/util/fs.hpp"
+#include "kbuild/layout/install.hpp"
 #include "kbuild/util/result.hpp"
 
 namespace kbuild::plan {
@@ -19,8 +19,19 @@ enum class JobKind {
   compile_cxx,   ///< g++ -c, one translation unit
   compile_cuda,  ///< nvcc -c, one translation unit
   link,          ///< g++ -shared, one per variant
+  generate,      ///< in-process: writes generated sources (registration.h, glibc_compat.cpp)
   install,       ///< in-process: writes build/<variant>/ (Python files, _ops.py, library, metadata.json)
 };
+
+/// In-process work, as data. The executor hands it to an exec::ActionRunner, which performs it
+/// (the build use case implements that with layout/); plan/ only describes it.
+struct WriteFiles {
+  std::vector<std::pair<fs::path, std::string>> files;  ///< path -> content, each written atomically
+};
+struct InstallVariant {
+  layout::InstallSpec spec;
+};
+using JobAction = std::variant<std::monostate, WriteFiles, InstallVariant>;
 
 const char* to_string(JobKind kind);
 
@@ -37,8 +48,9 @@ struct Job {
   std::vector<std::string> run_args;
   /// The command as it runs: argv + run_args.
   std::vector<std::string> command_line() const;
-  /// For in-process jobs (install): the work itself. Must write its outputs atomically.
-  std::function<Result<void>(util::FileSystem&)> action;
+  /// For in-process jobs (generate, install): what to do. Must be performed atomically per output.
+  JobAction action;
+  bool in_process() const { return !std::holds_alternative<std::monostate>(action); }
 
   std::vector<fs::path> inputs;   ///< files the job reads (headers come from the depfile)
   std::vector<fs::path> outputs;  ///< outputs[0] is the primary output

@@ -6,13 +6,7 @@
 // Torch wheels from PyPI, CUDA 13.x from the system or from NVIDIA's PyPI wheels. CUDA 12.x needs a
 // user-provided toolkit (--cuda-toolkit 12.6=/path), so it is not in the default table.
 //
-// A kernel chooses its own matrix in `kbuild.toml` next to build.toml (kernel-builder rejects
-// unknown keys in build.toml, so kbuild's settings live apart):
-//
-//   [matrix]
-//   torch = ["2.11", "2.15"]   # Torch major.minor versions
-//   cuda = ["13.0", "13.2"]    # CUDA major.minor versions ([] for none)
-//   cpu = true                 # also build cpu variants
+// A kernel chooses its own matrix in kbuild.toml (config/kbuild_toml.hpp).
 //
 // Entries are then filtered by build.toml: the backends listed, torch.minver/maxver,
 // general.cuda.minver/maxver, and components' cuda-minver.
@@ -21,31 +15,16 @@
 #include <string>
 #include <vector>
 
-#include "kbuild/config/diagnostic.hpp"
+#include "kbuild/config/kbuild_toml.hpp"
 #include "kbuild/config/model.hpp"
-#include "kbuild/plan/variant.hpp"
+#include "kbuild/config/variant.hpp"
 #include "kbuild/util/result.hpp"
 #include "kbuild/util/version.hpp"
 
 namespace kbuild::plan {
 
-struct MatrixSpec {
-  std::vector<util::Version> torch;  ///< major.minor
-  std::vector<util::Version> cuda;   ///< major.minor
-  bool cpu = true;
-  std::string origin;  ///< "kbuild default table" or the kbuild.toml path
-};
-
-/// kbuild's table of supported variants (documented in docs/matrix.md).
-MatrixSpec default_matrix();
-
-struct KbuildSettingsOutcome {
-  std::optional<MatrixSpec> matrix;  ///< absent when the file has no [matrix]
-  std::vector<config::Diagnostic> diagnostics;
-};
-
-/// Parses kbuild.toml (every problem reported, like build.toml).
-KbuildSettingsOutcome parse_kbuild_toml(std::string_view text, const std::string& file_name);
+using config::MatrixSpec;
+using config::Variant;
 
 struct MatrixEntry {
   Variant variant;

@@ -301,7 +301,7 @@ Result<void> plan_compiled_variant(const PlanRequest& request, const VariantBuil
   install.outputs.push_back(spec.variant_dir / "metadata.json");
   install.deps = {link_index};
   install.key = hash_key({"install-v1", spec.ops_py, spec.metadata.to_json(), util::join(spec.python_files, "\n")});
-  install.action = [spec](util::FileSystem& fs) { return layout::install_variant(fs, spec); };
+  install.action = InstallVariant{spec};
   graph.add(std::move(install));
   return {};
 }
@@ -332,7 +332,7 @@ Result<void> plan_noarch_variant(const PlanRequest& request, const VariantBuild&
   for (const auto& [rel, entry] : layout::variant_files(spec).files) install.outputs.push_back(spec.variant_dir / rel);
   install.outputs.push_back(spec.variant_dir / "metadata.json");
   install.key = hash_key({"install-v1", spec.ops_py, spec.metadata.to_json(), util::join(spec.python_files, "\n")});
-  install.action = [spec](util::FileSystem& fs) { return layout::install_variant(fs, spec); };
+  install.action = InstallVariant{spec};
   graph.add(std::move(install));
   return {};
 }
@@ -352,13 +352,10 @@ Result<JobGraph> plan_build(const PlanRequest& request) {
     Job job;
     job.id = "generated";
     job.description = "GEN registration.h glibc_compat.cpp";
-    job.kind = JobKind::install;
+    job.kind = JobKind::generate;
     job.outputs = {header, compat_source};
     job.key = hash_key({"generate-v2", registration, compat});
-    job.action = [header, registration, compat_source, compat](util::FileSystem& fs) -> Result<void> {
-      KB_TRY(fs.write_file_atomic(header, registration));
-      return fs.write_file_atomic(compat_source, compat);
-    };
+    job.action = WriteFiles{{{header, registration}, {compat_source, compat}}};
     generate_job = graph.add(std::move(job));
   }
   for (const auto& build : request.variants) {

@@ -16,13 +16,15 @@
 #include <vector>
 
 #include "kbuild/config/model.hpp"
+#include "kbuild/config/variant.hpp"
 #include "kbuild/layout/metadata.hpp"
 #include "kbuild/plan/graph.hpp"
-#include "kbuild/plan/variant.hpp"
 #include "kbuild/toolchain/toolchain.hpp"
 #include "kbuild/util/result.hpp"
 
 namespace kbuild::plan {
+
+using config::Variant;
 
 struct VariantBuild {
   Variant variant;

@@ -145,7 +145,7 @@ Result<std::optional<CudaToolkit>> probe_cuda(util::ProcessLauncher& launcher, c
   if (cuda_home && !cuda_home->empty()) {
     root = *cuda_home;
   } else {
-    auto nvcc = util::find_program("nvcc");
+    auto nvcc = launcher.find("nvcc");
     if (!nvcc) return std::optional<CudaToolkit>();
     std::error_code ec;
     auto resolved = std::filesystem::canonical(*nvcc, ec);
@@ -156,7 +156,7 @@ Result<std::optional<CudaToolkit>> probe_cuda(util::ProcessLauncher& launcher, c
 }
 
 Result<HostCompiler> probe_host_compiler(util::ProcessLauncher& launcher, const std::string& cxx) {
-  auto path = util::find_program(cxx);
+  auto path = launcher.find(cxx);
   if (!path) return fail(toolchain_error("C++ compiler \"" + cxx + "\" not found", "install g++ or set CXX"));
   auto version = launcher.run({path->string(), "-dumpfullversion"});
   auto machine = launcher.run({path->string(), "-dumpmachine"});
@@ -231,13 +231,13 @@ std::vector<std::filesystem::path> consulted_files(const Toolchain& t) {
   return files;
 }
 
-std::string memo_key(const ProbeOptions& options) {
+std::string memo_key(const util::ProcessLauncher& launcher, const ProbeOptions& options) {
   util::Hasher hasher;
   hasher.field("probe-v3").field(options.python).field(options.cuda_home.value_or("")).field(options.cxx);
   hasher.field(options.need_torch ? "torch" : "no-torch");
   // Which programs PATH resolves to is part of the key: switching environments re-probes.
   for (const auto& program : {options.python, std::string("nvcc"), options.cxx}) {
-    auto found = util::find_program(program);
+    auto found = launcher.find(program);
     std::error_code ec;
     hasher.field(found ? std::filesystem::weakly_canonical(*found, ec).string() : "-");
   }
@@ -248,7 +248,7 @@ std::string memo_key(const ProbeOptions& options) {
 
 Result<Toolchain> probe_local_toolchain(util::ProcessLauncher& launcher, util::FileSystem& fs,
                                         const ProbeOptions& options) {
-  std::string key = options.memo_file.empty() ? "" : memo_key(options);
+  std::string key = options.memo_file.empty() ? "" : memo_key(launcher, options);
   if (!options.memo_file.empty()) {
     if (auto text = fs.read_file(options.memo_file)) {
       try {

@@ -14,11 +14,18 @@ namespace kbuild::toolchain {
 
 namespace fs = std::filesystem;
 
-std::filesystem::path default_cache_dir() {
-  if (const char* dir = std::getenv("KBUILD_CACHE"); dir && *dir) return dir;
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return fs::path(xdg) / "kbuild";
-  const char* home = std::getenv("HOME");
-  return fs::path(home ? home : "/tmp") / ".cache" / "kbuild";
+std::filesystem::path torch_toolchain_dir(const util::CacheLayout& cache, const LockedArtifact& wheel) {
+  return cache.toolchains() / ("torch-" + wheel.version + "-" + wheel.sha256.substr(0, 12));
+}
+
+std::filesystem::path cuda_toolchain_dir(const util::CacheLayout& cache, const std::vector<LockedArtifact>& wheels) {
+  std::string combined;
+  for (const auto& wheel : wheels) combined += wheel.sha256;
+  return cache.toolchains() / ("cuda-" + wheels.front().version + "-" + util::sha256_hex(combined).substr(0, 12));
+}
+
+bool toolchain_complete(const util::FileSystem& fs, const std::filesystem::path& dir) {
+  return fs.stat(dir / ".complete").is_file;
 }
 
 std::optional<std::string> torch_wheel_entry(const std::string& name) {
@@ -97,7 +104,7 @@ std::vector<std::string> Provisioner::platform_args(bool torch_wheel) const {
 }
 
 Result<LockedArtifact> Provisioner::resolve(const std::string& package, const std::string& spec, bool torch_wheel) {
-  ScratchDir scratch(m_fs, m_options.cache_dir / "tmp", "resolve");
+  ScratchDir scratch(m_fs, m_options.cache.temp(), "resolve");
   fs::path report = scratch.path / "report.json";
   std::vector<std::string> argv = {m_options.python,
                                    "-m",
@@ -167,9 +174,9 @@ Result<std::vector<LockedArtifact>> Provisioner::artifacts(const std::string& co
 }
 
 Result<fs::path> Provisioner::fetch(const LockedArtifact& artifact) {
-  fs::path destination = m_options.cache_dir / "downloads" / artifact.sha256 / artifact.file;
+  fs::path destination = m_options.cache.downloads() / artifact.sha256 / artifact.file;
   if (m_fs.stat(destination).is_file) return destination;  // verified when it was stored
-  ScratchDir scratch(m_fs, m_options.cache_dir / "tmp", "download");
+  ScratchDir scratch(m_fs, m_options.cache.temp(), "download");
   std::vector<std::string> argv = {m_options.python,
                                    "-m",
                                    "pip",
@@ -210,8 +217,8 @@ Result<fs::path> Provisioner::fetch(const LockedArtifact& artifact) {
 Result<TorchInstall> Provisioner::torch(const util::Version& major_minor) {
   KB_TRY_ASSIGN(auto artifacts, this->artifacts("torch", major_minor));
   const LockedArtifact& wheel = artifacts.front();
-  fs::path root = m_options.cache_dir / "toolchains" / ("torch-" + wheel.version + "-" + wheel.sha256.substr(0, 12));
-  if (!m_fs.stat(root / ".complete").is_file) {
+  fs::path root = torch_toolchain_dir(m_options.cache, wheel);
+  if (!toolchain_complete(m_fs, root)) {
     KB_TRY_ASSIGN(fs::path file, fetch(wheel));
     m_progress("extracting " + wheel.file + " (headers and link libraries)");
     fs::path staging = util::temp_sibling(root);
@@ -231,7 +238,7 @@ Result<TorchInstall> Provisioner::torch(const util::Version& major_minor) {
 }
 
 Result<void> Provisioner::verify_toolkit(const CudaToolkit& cuda) {
-  ScratchDir scratch(m_fs, m_options.cache_dir / "tmp", "cuda-check");
+  ScratchDir scratch(m_fs, m_options.cache.temp(), "cuda-check");
   KB_TRY(m_fs.write_file_atomic(
       scratch.path / "probe.cu",
       "#include <cuda_runtime.h>\n__global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\n"
@@ -262,12 +269,8 @@ Result<CudaToolkit> Provisioner::cuda(const util::Version& major_minor, const st
   }
   if (system && system->version.major_minor() == major_minor.major_minor()) return *system;
   KB_TRY_ASSIGN(auto artifacts, this->artifacts("cuda", major_minor));
-  std::string combined;
-  for (const auto& a : artifacts) combined += a.sha256;
-  std::string version = artifacts.front().version;  // nvidia-cuda-nvcc's
-  fs::path root =
-      m_options.cache_dir / "toolchains" / ("cuda-" + version + "-" + util::sha256_hex(combined).substr(0, 12));
-  if (!m_fs.stat(root / ".complete").is_file) {
+  fs::path root = cuda_toolchain_dir(m_options.cache, artifacts);
+  if (!toolchain_complete(m_fs, root)) {
     fs::path staging = util::temp_sibling(root);
     (void)m_fs.remove_all(staging);
     for (const auto& artifact : artifacts) {
@@ -278,7 +281,7 @@ Result<CudaToolkit> Provisioner::cuda(const util::Version& major_minor, const st
         return fail(stats.error());
       }
     }
-    m_progress("assembled CUDA " + version + " from " + std::to_string(artifacts.size()) + " wheels");
+    m_progress("assembled CUDA " + artifacts.front().version + " from " + std::to_string(artifacts.size()) + " wheels");
     // The wheels ship only the versioned runtime; the linker looks for libcudart.so.
     std::error_code ec;
     fs::create_symlink("libcudart.so.13", staging / "lib" / "libcudart.so", ec);

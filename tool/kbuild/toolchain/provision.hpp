@@ -20,6 +20,7 @@
 
 #include "kbuild/toolchain/lock.hpp"
 #include "kbuild/toolchain/toolchain.hpp"
+#include "kbuild/util/cache_layout.hpp"
 #include "kbuild/util/fs.hpp"
 #include "kbuild/util/process.hpp"
 #include "kbuild/util/result.hpp"
@@ -28,10 +29,10 @@
 namespace kbuild::toolchain {
 
 struct ProvisionOptions {
-  std::filesystem::path cache_dir;  ///< $KBUILD_CACHE, default ~/.cache/kbuild
-  std::string python = "python3";   ///< its pip resolves and downloads
-  bool locked = false;              ///< never resolve: everything must come from kbuild.lock
-  bool progress = false;            ///< a terminal: let pip draw its progress bar
+  util::CacheLayout cache;         ///< where downloads and toolchains live
+  std::string python = "python3";  ///< its pip resolves and downloads
+  bool locked = false;             ///< never resolve: everything must come from kbuild.lock
+  bool progress = false;           ///< a terminal: let pip draw its progress bar
   /// User-provided toolkits by major.minor ("12.6" -> /opt/cuda-12.6).
   std::map<std::string, std::filesystem::path> user_cuda;
   std::string host_cxx = "g++";
@@ -71,8 +72,12 @@ class Provisioner {
   bool m_lock_changed = false;
 };
 
-/// $KBUILD_CACHE, else $XDG_CACHE_HOME/kbuild, else ~/.cache/kbuild.
-std::filesystem::path default_cache_dir();
+/// The directory of an unpacked Torch wheel in the cache: toolchains/torch-<version>-<sha12>.
+std::filesystem::path torch_toolchain_dir(const util::CacheLayout& cache, const LockedArtifact& wheel);
+/// The directory of a CUDA toolkit assembled from `wheels`: toolchains/cuda-<version>-<sha12 of all>.
+std::filesystem::path cuda_toolchain_dir(const util::CacheLayout& cache, const std::vector<LockedArtifact>& wheels);
+/// Whether a toolchain directory was completely unpacked (its .complete marker exists).
+bool toolchain_complete(const util::FileSystem& fs, const std::filesystem::path& dir);
 
 /// Which entries of a Torch wheel a build needs, mapped to their place under the install root.
 std::optional<std::string> torch_wheel_entry(const std::string& name);

@@ -5,7 +5,7 @@
 namespace kbuild::util {
 
 std::optional<GitState> git_state(ProcessLauncher& launcher, const std::filesystem::path& dir) {
-  if (!find_program("git")) return std::nullopt;
+  if (!launcher.find("git")) return std::nullopt;
   auto ids = launcher.run({"git", "-C", dir.string(), "rev-parse", "HEAD", "HEAD:./"});
   if (!ids || ids->exit_code != 0) return std::nullopt;
   auto lines = split(trim(ids->out), '\n');

@@ -12,19 +12,18 @@
 #include <cstring>
 
 #include "kbuild/util/strings.hpp"
+#include "kbuild/util/system.hpp"
 
 extern char** environ;
 
 namespace kbuild::util {
 
-std::optional<std::filesystem::path> find_program(const std::string& program) {
+std::optional<std::filesystem::path> find_program(const std::string& program, const std::string& path_variable) {
   if (program.find('/') != std::string::npos) {
     if (::access(program.c_str(), X_OK) == 0) return std::filesystem::path(program);
     return std::nullopt;
   }
-  const char* path = std::getenv("PATH");
-  if (!path) return std::nullopt;
-  for (const auto& dir : split(path, ':')) {
+  for (const auto& dir : split(path_variable, ':')) {
     if (dir.empty()) continue;
     std::filesystem::path candidate = std::filesystem::path(dir) / program;
     if (::access(candidate.c_str(), X_OK) == 0 && !std::filesystem::is_directory(candidate)) return candidate;
@@ -32,14 +31,8 @@ std::optional<std::filesystem::path> find_program(const std::string& program) {
   return std::nullopt;
 }
 
-std::map<std::string, std::string> current_environment() {
-  std::map<std::string, std::string> env;
-  for (char** entry = environ; *entry; ++entry) {
-    std::string text(*entry);
-    size_t eq = text.find('=');
-    if (eq != std::string::npos) env[text.substr(0, eq)] = text.substr(eq + 1);
-  }
-  return env;
+std::optional<std::filesystem::path> RealProcessLauncher::find(const std::string& program) const {
+  return find_program(program, RealEnvironment().get_or("PATH", ""));
 }
 
 std::string current_machine() {
@@ -50,7 +43,7 @@ std::string current_machine() {
 
 Result<ProcessResult> RealProcessLauncher::run(const std::vector<std::string>& argv, const ProcessOptions& options) {
   if (argv.empty()) return fail("internal error: empty command");
-  auto program = find_program(argv[0]);
+  auto program = find(argv[0]);
   if (!program) return fail("program not found: " + argv[0], "", ExitCode::toolchain);
 
   int out_pipe[2], err_pipe[2];
@@ -76,7 +69,7 @@ Result<ProcessResult> RealProcessLauncher::run(const std::vector<std::string>& a
   std::vector<char*> env;
   char** envp = environ;
   if (!options.env.empty()) {
-    auto merged = current_environment();
+    auto merged = RealEnvironment().all();
     for (const auto& [key, value] : options.env) merged[key] = value;
     for (const auto& [key, value] : merged) env_storage.push_back(key + "=" + value);
     for (auto& entry : env_storage) env.push_back(entry.data());

@@ -32,18 +32,20 @@ class ProcessLauncher {
   virtual ~ProcessLauncher() = default;
   /// Runs argv (argv[0] looked up on PATH when it has no '/'). Error only if it could not start.
   virtual Result<ProcessResult> run(const std::vector<std::string>& argv, const ProcessOptions& options = {}) = 0;
+  /// Where `program` would be run from: itself when it contains '/', else its PATH entry; nullopt
+  /// when it cannot be found.
+  virtual std::optional<std::filesystem::path> find(const std::string& program) const = 0;
 };
 
 class RealProcessLauncher final : public ProcessLauncher {
  public:
   Result<ProcessResult> run(const std::vector<std::string>& argv, const ProcessOptions& options = {}) override;
+  std::optional<std::filesystem::path> find(const std::string& program) const override;
 };
 
-/// Looks `program` up on PATH (or returns it when it contains '/'); nullopt when not found.
-std::optional<std::filesystem::path> find_program(const std::string& program);
-
-/// The environment as a map (for children with extra variables).
-std::map<std::string, std::string> current_environment();
+/// Looks `program` up in `path_variable` (a PATH value; or returns it when it contains '/'); nullopt
+/// when not found. The real launcher's find() with this process's PATH.
+std::optional<std::filesystem::path> find_program(const std::string& program, const std::string& path_variable);
 
 /// The machine's hardware name as uname(2) reports it ("x86_64", "aarch64").
 std::string current_machine();

@@ -1,25 +1,23 @@
-#include "kbuild/cli/matrix_session.hpp"
-
-#include <fmt/core.h>
+#include "kbuild/build/matrix_session.hpp"
 
 #include <map>
+#include <set>
 
 #include "kbuild/config/diagnostic.hpp"
 #include "kbuild/util/hash.hpp"
 
-namespace kbuild::cli {
+namespace kbuild::build {
 
 Result<MatrixSession> open_matrix(const util::FileSystem& fs, const config::KernelConfig& config,
                                   const std::filesystem::path& kernel_dir, const plan::MatrixFilter& filter,
-                                  bool locked) {
+                                  bool locked, const config::DiagnosticSink& sink) {
   MatrixSession session;
   session.kernel_dir = kernel_dir;
-  session.spec = plan::default_matrix();
+  session.spec = config::default_matrix();
   auto settings_path = kernel_dir / "kbuild.toml";
   if (auto text = fs.read_file(settings_path)) {
-    auto outcome = plan::parse_kbuild_toml(*text, settings_path.string());
-    std::string diagnostics = config::format_diagnostics(outcome.diagnostics);
-    if (!diagnostics.empty()) fmt::print(stderr, "{}", diagnostics);
+    auto outcome = config::parse_kbuild_toml(*text, settings_path.string());
+    if (sink && !outcome.diagnostics.empty()) sink(outcome.diagnostics);
     if (config::has_errors(outcome.diagnostics))
       return fail(settings_path.string() + " is invalid", "fix the problems listed above", ExitCode::usage);
     if (outcome.matrix) session.spec = *outcome.matrix;
@@ -63,14 +61,14 @@ Result<std::vector<plan::VariantBuild>> provision_variants(const std::vector<pla
   std::vector<plan::VariantBuild> builds;
   // CUDA first: its wheels are small, so a network or pin problem shows before the big Torch downloads.
   for (const auto& entry : entries) {
-    if (entry.variant.kind == plan::Variant::Kind::noarch || !entry.cuda) continue;
+    if (entry.variant.kind == config::Variant::Kind::noarch || !entry.cuda) continue;
     if (!cudas.count(entry.cuda->major_minor())) {
       KB_TRY_ASSIGN(auto cuda, provisioner.cuda(*entry.cuda, base.cuda));
       cudas[entry.cuda->major_minor()] = cuda;
     }
   }
   for (const auto& entry : entries) {
-    if (entry.variant.kind == plan::Variant::Kind::noarch) {
+    if (entry.variant.kind == config::Variant::Kind::noarch) {
       builds.push_back({entry.variant, nullptr});
       continue;
     }
@@ -88,35 +86,45 @@ Result<std::vector<plan::VariantBuild>> provision_variants(const std::vector<pla
       storage.push_back(std::move(tc));
       combos[combo] = &storage.back();
     }
-    plan::Variant variant = entry.variant;
+    config::Variant variant = entry.variant;
     variant.cxx11_abi = combos[combo]->torch.cxx11_abi;
     builds.push_back({variant, combos[combo]});
   }
   return builds;
 }
 
-bool toolchains_present(const plan::MatrixEntry& entry, const toolchain::LockFile& lock,
-                        const std::filesystem::path& cache_dir, const std::optional<toolchain::CudaToolkit>& system,
+Result<void> pin_matrix_toolchains(const std::vector<plan::MatrixEntry>& entries, toolchain::Provisioner& provisioner,
+                                   toolchain::LockFile& lock) {
+  // Every Torch and CUDA version of the matrix is pinned, including CUDA versions this machine has,
+  // so the lock also serves machines without them.
+  std::set<std::string> torch, cuda;
+  for (const auto& entry : entries) {
+    if (entry.variant.kind == config::Variant::Kind::noarch) continue;
+    torch.insert(entry.torch.major_minor());
+    if (entry.cuda && entry.cuda->major() >= 13) cuda.insert(entry.cuda->major_minor());
+  }
+  for (const auto& version : torch) KB_TRY(provisioner.artifacts("torch", *util::Version::parse(version)));
+  for (const auto& version : cuda) KB_TRY(provisioner.artifacts("cuda", *util::Version::parse(version)));
+  for (auto it = lock.toolchains.begin(); it != lock.toolchains.end();) {
+    std::string version = it->first.substr(it->first.find('-') + 1);
+    bool used = it->first.starts_with("torch-") ? torch.count(version) : cuda.count(version);
+    it = used ? std::next(it) : lock.toolchains.erase(it);
+  }
+  return {};
+}
+
+bool toolchains_present(const plan::MatrixEntry& entry, const toolchain::LockFile& lock, const util::CacheLayout& cache,
+                        const std::optional<toolchain::CudaToolkit>& system,
                         const std::map<std::string, std::filesystem::path>& user_cuda, const util::FileSystem& fs) {
-  if (entry.variant.kind == plan::Variant::Kind::noarch) return true;
+  if (entry.variant.kind == config::Variant::Kind::noarch) return true;
   const auto* torch = lock.find(toolchain::toolchain_name("torch", entry.torch.major_minor()));
-  if (!torch) return false;
-  const auto& wheel = torch->front();
-  if (!fs.stat(cache_dir / "toolchains" / ("torch-" + wheel.version + "-" + wheel.sha256.substr(0, 12)) / ".complete")
-           .is_file)
-    return false;
+  if (!torch || !toolchain::toolchain_complete(fs, toolchain::torch_toolchain_dir(cache, torch->front()))) return false;
   if (!entry.cuda) return true;
   std::string version = entry.cuda->major_minor();
   if (user_cuda.count(version)) return true;
   if (system && system->version.major_minor() == version) return true;
   const auto* cuda = lock.find(toolchain::toolchain_name("cuda", version));
-  if (!cuda) return false;
-  std::string combined;
-  for (const auto& a : *cuda) combined += a.sha256;
-  return fs
-      .stat(cache_dir / "toolchains" /
-            ("cuda-" + cuda->front().version + "-" + util::sha256_hex(combined).substr(0, 12)) / ".complete")
-      .is_file;
+  return cuda && toolchain::toolchain_complete(fs, toolchain::cuda_toolchain_dir(cache, *cuda));
 }
 
-}  // namespace kbuild::cli
+}  // namespace kbuild::build

@@ -1,16 +1,12 @@
-#include "kbuild/cli/build_session.hpp"
-
-#include <fmt/core.h>
+#include "kbuild/build/kernel_source.hpp"
 
 #include <algorithm>
-#include <fstream>
-#include <random>
 
 #include "kbuild/util/git.hpp"
 #include "kbuild/util/hash.hpp"
 #include "kbuild/util/strings.hpp"
 
-namespace kbuild::cli {
+namespace kbuild::build {
 
 Result<void> require_kernel_dir(const util::FileSystem& fs, const std::filesystem::path& kernel_dir) {
   const char* hint = "pass the kernel directory (the one containing build.toml), or create one with `kbuild init`";
@@ -20,18 +16,17 @@ Result<void> require_kernel_dir(const util::FileSystem& fs, const std::filesyste
   return {};
 }
 
-Result<config::KernelConfig> load_config_reporting(const util::FileSystem& fs,
-                                                   const std::filesystem::path& kernel_dir) {
+Result<config::KernelConfig> load_kernel(const util::FileSystem& fs, const std::filesystem::path& kernel_dir,
+                                         const config::DiagnosticSink& sink) {
   KB_TRY(require_kernel_dir(fs, kernel_dir));
   auto outcome = config::load_kernel_config(fs, kernel_dir);
-  std::string text = config::format_diagnostics(outcome.diagnostics);
-  if (!text.empty()) fmt::print(stderr, "{}", text);
+  if (sink && !outcome.diagnostics.empty()) sink(outcome.diagnostics);
   if (!outcome.config) {
     size_t errors = 0;
     for (const auto& d : outcome.diagnostics) errors += d.severity == config::Severity::error;
-    return fail(
-        fmt::format("{} is invalid ({} error{})", (kernel_dir / "build.toml").string(), errors, errors == 1 ? "" : "s"),
-        "fix the problems listed above; nothing was built", ExitCode::usage);
+    return fail((kernel_dir / "build.toml").string() + " is invalid (" + std::to_string(errors) + " error" +
+                    (errors == 1 ? "" : "s") + ")",
+                "fix the problems listed above; nothing was built", ExitCode::usage);
   }
   return *outcome.config;
 }
@@ -42,7 +37,7 @@ bool is_valid_unique_id(const std::string& id) {
   });
 }
 
-Result<BuildIdentity> build_identity(util::FileSystem& fs, util::ProcessLauncher& launcher,
+Result<BuildIdentity> build_identity(util::FileSystem& fs, util::ProcessLauncher& launcher, util::Random& random,
                                      const std::filesystem::path& kernel_dir, const std::filesystem::path& work_dir,
                                      const std::optional<std::string>& explicit_id) {
   BuildIdentity identity;
@@ -67,12 +62,9 @@ Result<BuildIdentity> build_identity(util::FileSystem& fs, util::ProcessLauncher
       return identity;
     }
   }
-  std::random_device device;
-  std::string raw(8, '\0');
-  for (auto& c : raw) c = static_cast<char>(device() & 0xff);
-  identity.unique_id = util::base32_lower_nopad(raw);
+  identity.unique_id = util::base32_lower_nopad(random.bytes(8));
   KB_TRY(fs.write_file_atomic(id_file, identity.unique_id + "\n"));
   return identity;
 }
 
-}  // namespace kbuild::cli
+}  // namespace kbuild::build

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "kbuild/config/diagnostic.hpp"
 #include "kbuild/config/model.hpp"
 #include "kbuild/plan/matrix.hpp"
 #include "kbuild/plan/planner.hpp"
@@ -18,7 +19,7 @@
 #include "kbuild/util/fs.hpp"
 #include "kbuild/util/result.hpp"
 
-namespace kbuild::cli {
+namespace kbuild::build {
 
 struct MatrixSession {
   std::filesystem::path kernel_dir;
@@ -31,13 +32,18 @@ struct MatrixSession {
   std::vector<std::string> notes;           ///< entries build.toml's bounds removed
 };
 
-/// Reads kbuild.toml (diagnostics printed; error exit 2) and kbuild.lock; `locked` requires the lock.
+/// Reads kbuild.toml (diagnostics to `sink`; error exit 2) and kbuild.lock; `locked` requires the lock.
 Result<MatrixSession> open_matrix(const util::FileSystem& fs, const config::KernelConfig& config,
                                   const std::filesystem::path& kernel_dir, const plan::MatrixFilter& filter,
-                                  bool locked);
+                                  bool locked, const config::DiagnosticSink& sink);
 
 /// Parses repeated --cuda-toolkit VERSION=PATH options.
 Result<std::map<std::string, std::filesystem::path>> parse_cuda_toolkits(const std::vector<std::string>& options);
+
+/// Pins every Torch and CUDA (13+) toolchain of `entries` in the provisioner's lock and drops the
+/// pins of toolchains they no longer use (`kbuild toolchains lock`).
+Result<void> pin_matrix_toolchains(const std::vector<plan::MatrixEntry>& entries, toolchain::Provisioner& provisioner,
+                                   toolchain::LockFile& lock);
 
 /// Provisions every toolchain `entries` needs. `base` carries the host compiler, Python headers and
 /// the system CUDA toolkit (if any); the toolchains are stored in `storage` (stable addresses).
@@ -47,8 +53,8 @@ Result<std::vector<plan::VariantBuild>> provision_variants(const std::vector<pla
                                                            std::deque<toolchain::Toolchain>& storage);
 
 /// Whether the toolchains of `entry` are already in the cache (or the system provides them).
-bool toolchains_present(const plan::MatrixEntry& entry, const toolchain::LockFile& lock,
-                        const std::filesystem::path& cache_dir, const std::optional<toolchain::CudaToolkit>& system,
+bool toolchains_present(const plan::MatrixEntry& entry, const toolchain::LockFile& lock, const util::CacheLayout& cache,
+                        const std::optional<toolchain::CudaToolkit>& system,
                         const std::map<std::string, std::filesystem::path>& user_cuda, const util::FileSystem& fs);
 
-}  // namespace kbuild::cli
+}  // namespace kbuild::build

@@ -1,25 +1,28 @@
 #pragma once
-// The steps `kbuild build` shares with other commands (check, publish): loading and validating the
-// kernel's build.toml with diagnostics, and the ids that name a build.
+// The kernel directory as every command reads it: build.toml with its diagnostics, and the ids that
+// name a build of it.
 
 #include <filesystem>
 #include <optional>
 #include <string>
 
 #include "kbuild/config/build_toml.hpp"
+#include "kbuild/config/diagnostic.hpp"
 #include "kbuild/layout/metadata.hpp"
 #include "kbuild/util/fs.hpp"
 #include "kbuild/util/process.hpp"
 #include "kbuild/util/result.hpp"
+#include "kbuild/util/system.hpp"
 
-namespace kbuild::cli {
+namespace kbuild::build {
 
 /// Error (exit code 2) unless `kernel_dir` is a directory holding a build.toml.
 Result<void> require_kernel_dir(const util::FileSystem& fs, const std::filesystem::path& kernel_dir);
 
-/// Loads <kernel_dir>/build.toml; prints every diagnostic to stderr; error (exit code 2) when any
-/// is an error, or when there is no build.toml.
-Result<config::KernelConfig> load_config_reporting(const util::FileSystem& fs, const std::filesystem::path& kernel_dir);
+/// Loads <kernel_dir>/build.toml; every diagnostic goes to `sink`; error (exit code 2) when any is
+/// an error, or when there is no build.toml.
+Result<config::KernelConfig> load_kernel(const util::FileSystem& fs, const std::filesystem::path& kernel_dir,
+                                         const config::DiagnosticSink& sink);
 
 struct BuildIdentity {
   std::string unique_id;  ///< the ops id suffix
@@ -29,11 +32,11 @@ struct BuildIdentity {
 /// The unique id: `explicit_id` if given; else the kernel directory's git tree id (7 hex, "_dirty"
 /// appended when tracked files changed); else a random id created once and kept in
 /// <work_dir>/unique-id (a directory outside git has no revision to name).
-Result<BuildIdentity> build_identity(util::FileSystem& fs, util::ProcessLauncher& launcher,
+Result<BuildIdentity> build_identity(util::FileSystem& fs, util::ProcessLauncher& launcher, util::Random& random,
                                      const std::filesystem::path& kernel_dir, const std::filesystem::path& work_dir,
                                      const std::optional<std::string>& explicit_id);
 
 /// Whether `id` can be part of a Python identifier (letters, digits, '_').
 bool is_valid_unique_id(const std::string& id);
 
-}  // namespace kbuild::cli
+}  // namespace kbuild::build

@@ -1,8 +1,8 @@
-#include "kbuild/plan/variant.hpp"
+#include "kbuild/config/variant.hpp"
 
 #include <regex>
 
-namespace kbuild::plan {
+namespace kbuild::config {
 
 std::string flatten_version(const util::Version& version) {
   return std::to_string(version.major()) + std::to_string(version.minor());
@@ -15,13 +15,13 @@ std::string normalize_cpu(std::string_view machine) {
 }
 
 std::string Variant::name() const {
-  if (kind == Kind::noarch) return "torch-" + config::to_string(backend);
+  if (kind == Kind::noarch) return "torch-" + to_string(backend);
   std::string out = "torch" + flatten_version(torch);
   if (cxx11_abi && os == "linux") out += "-cxx11";
-  if (backend == config::Backend::cuda && cuda)
+  if (backend == Backend::cuda && cuda)
     out += "-cu" + flatten_version(*cuda);
   else
-    out += "-" + config::to_string(backend);
+    out += "-" + to_string(backend);
   return out + "-" + cpu + "-" + os;
 }
 
@@ -34,7 +34,7 @@ std::optional<Variant> Variant::parse(std::string_view name) {
   Variant variant;
   if (std::regex_match(text, match, k_noarch)) {
     variant.kind = Kind::noarch;
-    variant.backend = *config::parse_backend(match[1].str());
+    variant.backend = *parse_backend(match[1].str());
     return variant;
   }
   if (!std::regex_match(text, match, k_arch)) return std::nullopt;
@@ -42,9 +42,9 @@ std::optional<Variant> Variant::parse(std::string_view name) {
       util::Version({static_cast<unsigned>(std::stoul(match[1])), static_cast<unsigned>(std::stoul(match[2]))});
   variant.cxx11_abi = match[3].matched;
   if (match[4].str() == "cpu") {
-    variant.backend = config::Backend::cpu;
+    variant.backend = Backend::cpu;
   } else {
-    variant.backend = config::Backend::cuda;
+    variant.backend = Backend::cuda;
     variant.cuda =
         util::Version({static_cast<unsigned>(std::stoul(match[5])), static_cast<unsigned>(std::stoul(match[6]))});
   }
@@ -53,4 +53,4 @@ std::optional<Variant> Variant::parse(std::string_view name) {
   return variant;
 }
 
-}  // namespace kbuild::plan
+}  // namespace kbuild::config

@@ -11,14 +11,14 @@
 #include "kbuild/config/model.hpp"
 #include "kbuild/util/version.hpp"
 
-namespace kbuild::plan {
+namespace kbuild::config {
 
 struct Variant {
   enum class Kind { torch, noarch };
 
   Kind kind = Kind::torch;
   util::Version torch;  ///< major.minor of Torch (unused for noarch)
-  config::Backend backend = config::Backend::cpu;
+  Backend backend = Backend::cpu;
   std::optional<util::Version> cuda;  ///< CUDA major.minor for CUDA variants
   bool cxx11_abi = true;
   std::string cpu = "x86_64";
@@ -38,4 +38,4 @@ std::string flatten_version(const util::Version& version);
 /// Normalises a machine name as the loader does: amd64/AMD64 -> x86_64, arm64/ARM64 -> aarch64.
 std::string normalize_cpu(std::string_view machine);
 
-}  // namespace kbuild::plan
+}  // namespace kbuild::config

@@ -1,0 +1,160 @@
+#include "kbuild/build/build.hpp"
+
+#include <fmt/core.h>
+
+#include <nlohmann/json.hpp>
+
+#include <deque>
+
+#include "kbuild/build/actions.hpp"
+#include "kbuild/build/kernel_source.hpp"
+#include "kbuild/build/local_variants.hpp"
+#include "kbuild/build/matrix_session.hpp"
+#include "kbuild/cache/compile_cache.hpp"
+#include "kbuild/exec/build_state.hpp"
+#include "kbuild/plan/planner.hpp"
+#include "kbuild/toolchain/probe.hpp"
+#include "kbuild/util/cache_layout.hpp"
+#include "kbuild/util/strings.hpp"
+
+namespace kbuild::build {
+
+namespace {
+
+// What each variant was built with, for provenance (.kbuild/toolchains-used.json).
+std::string toolchains_record(const std::vector<plan::VariantBuild>& builds) {
+  nlohmann::ordered_json record;
+  record["variants"] = nlohmann::ordered_json::object();
+  for (const auto& build : builds) {
+    if (!build.toolchain) continue;
+    const auto& tc = *build.toolchain;
+    nlohmann::ordered_json entry = {{"torch", tc.torch.version_string},
+                                    {"torch-origin", tc.torch.origin},
+                                    {"cxx", tc.cxx.cxx.string() + " " + tc.cxx.version},
+                                    {"python-headers", tc.python.version}};
+    if (tc.cuda) {
+      entry["cuda"] = tc.cuda->version.str();
+      entry["cuda-origin"] = tc.cuda->origin + ":" + tc.cuda->root.string();
+    }
+    record["variants"][build.variant.name()] = entry;
+  }
+  return record.dump(2) + "\n";
+}
+
+// The variants of a matrix build, with their toolchains provisioned into `toolchains`. New pins are
+// written to kbuild.lock even when a later download fails, so a retry fetches the same files.
+Result<std::vector<plan::VariantBuild>> matrix_variants(const BuildRequest& request, BuildServices& services,
+                                                        MatrixSession& session, const toolchain::Toolchain& local,
+                                                        std::deque<toolchain::Toolchain>& toolchains) {
+  KB_TRY_ASSIGN(auto user_cuda, parse_cuda_toolkits(request.cuda_toolkits));
+  toolchain::ProvisionOptions provision;
+  provision.cache = util::CacheLayout::from_environment(services.env);
+  provision.python = request.python;
+  provision.locked = request.locked;
+  provision.progress = request.download_progress;
+  provision.user_cuda = user_cuda;
+  provision.host_cxx = local.cxx.cxx.string();
+  toolchain::Provisioner provisioner(services.launcher, services.fs, provision, session.lock,
+                                     [&](const std::string& line) { services.reporter.info("kbuild: " + line); });
+  auto provisioned = provision_variants(session.selected, provisioner, local, toolchains);
+  if (provisioner.lock_changed()) {
+    KB_TRY(services.fs.write_file_atomic(session.lock_path, session.lock.serialize()));
+    services.reporter.info("kbuild: pinned new toolchains in " + session.lock_path.string());
+  }
+  return provisioned;
+}
+
+Result<exec::ExecSummary> execute(const BuildRequest& request, BuildServices& services, const plan::JobGraph& graph,
+                                  const std::filesystem::path& work_dir) {
+  const auto state_file = work_dir / "state";
+  exec::BuildState state = exec::BuildState::load(services.fs, state_file);
+  std::optional<cache::CompileCache> compile_cache;
+  if (request.use_cache) {
+    KB_TRY_ASSIGN(std::uint64_t cap, cache::max_cache_bytes(services.env));
+    compile_cache.emplace(services.fs, util::CacheLayout::from_environment(services.env).root, cap,
+                          [&](const std::string& message) { services.reporter.warning(message); });
+  }
+  LayoutActions actions(services.fs);
+  exec::ExecutorServices exec_services{services.fs,
+                                       services.runner,
+                                       actions,
+                                       state,
+                                       services.reporter,
+                                       services.clock,
+                                       compile_cache ? &*compile_cache : nullptr};
+  exec::Executor executor(graph, exec_services, {request.jobs, request.keep_going, request.launcher});
+  exec::ExecSummary summary = executor.run();
+  if (auto saved = state.save(services.fs, state_file); !saved)
+    services.reporter.warning("could not save the build state: " + saved.error().message);
+  if (compile_cache && summary.stale > 0) compile_cache->finish();
+  return summary;
+}
+
+}  // namespace
+
+Result<BuildOutcome> build(const BuildRequest& request, BuildServices& services) {
+  auto start = services.clock.now();
+  const auto& kernel_dir = request.kernel_dir;
+  const auto work_dir = kernel_dir / ".kbuild";
+  KB_TRY_ASSIGN(config::KernelConfig config, load_kernel(services.fs, kernel_dir, request.diagnostics));
+  std::optional<MatrixSession> session;
+  if (request.matrix) {
+    if (!request.backends.empty())
+      return fail("--backend does not apply to matrix builds", "use --cuda cpu or --variant", ExitCode::usage);
+    KB_TRY_ASSIGN(session,
+                  open_matrix(services.fs, config, kernel_dir, request.filter, request.locked, request.diagnostics));
+  }
+
+  toolchain::ProbeOptions probe;
+  probe.python = request.python;
+  probe.cuda_home = services.env.get("CUDA_HOME");
+  probe.cxx = services.env.get_or("CXX", "g++");
+  probe.need_torch = !request.matrix;
+  probe.memo_file = work_dir / (request.matrix ? "toolchain-matrix.json" : "toolchain.json");
+  KB_TRY(services.fs.make_dirs(work_dir));
+  (void)services.fs.write_file_atomic(work_dir / ".gitignore", "# kbuild intermediates, never shipped\n*\n");
+  KB_TRY_ASSIGN(toolchain::Toolchain local, toolchain::probe_local_toolchain(services.launcher, services.fs, probe));
+
+  std::deque<toolchain::Toolchain> toolchains;  // stable addresses for VariantBuild::toolchain
+  std::vector<plan::VariantBuild> variants;
+  if (session) {
+    KB_TRY_ASSIGN(variants, matrix_variants(request, services, *session, local, toolchains));
+  } else {
+    toolchains.push_back(local);
+    KB_TRY_ASSIGN(variants, select_local_variants(config, toolchains.back(), request.backends,
+                                                  [&](const std::string& w) { services.reporter.warning(w); }));
+  }
+  KB_TRY_ASSIGN(BuildIdentity identity, build_identity(services.fs, services.launcher, services.random, kernel_dir,
+                                                       work_dir, request.unique_id));
+
+  plan::PlanRequest plan_request;
+  plan_request.config = &config;
+  plan_request.kernel_dir = kernel_dir;
+  plan_request.work_dir = work_dir;
+  plan_request.output_dir = kernel_dir / "build";
+  plan_request.unique_id = identity.unique_id;
+  plan_request.kernel_git = identity.kernel_git;
+  plan_request.builder_version = request.builder_version;
+  plan_request.variants = variants;
+  plan_request.nvcc_threads = static_cast<int>(std::max<size_t>(1, request.jobs));
+  KB_TRY_ASSIGN(plan_request.package_files,
+                util::list_files_recursive(services.fs, kernel_dir / "torch-ext" / config.general.python_name()));
+  KB_TRY_ASSIGN(plan::JobGraph graph, plan::plan_build(plan_request));
+  (void)services.fs.write_file_atomic(work_dir / "toolchains-used.json", toolchains_record(variants));
+
+  KB_TRY_ASSIGN(exec::ExecSummary summary, execute(request, services, graph, work_dir));
+  if (summary.interrupted)
+    return fail("interrupted; finished jobs are kept, unfinished outputs removed", "run kbuild build again to continue",
+                ExitCode::interrupted);
+  if (summary.failed > 0)
+    return fail(fmt::format("build failed: {} job{} failed{}", summary.failed, summary.failed == 1 ? "" : "s",
+                            summary.not_run ? fmt::format(", {} not run", summary.not_run) : ""),
+                request.keep_going ? "" : "fix the first error; --keep-going builds what does not depend on it");
+  BuildOutcome outcome;
+  for (const auto& variant : variants) outcome.variants.push_back(variant.variant.name());
+  outcome.summary = summary;
+  outcome.seconds = services.clock.seconds_since(start);
+  return outcome;
+}
+
+}  // namespace kbuild::build

@@ -1,0 +1,66 @@
+#pragma once
+// `kbuild build` as a library function, the counterpart of hub::publish: kernel directory and
+// options in, build/<variant>/ and a summary (as data) out.
+//
+//   1. load build.toml (diagnostics to the request's sink; exit 2 on errors, nothing written);
+//   2. the variants: the local toolchain's (build/local_variants.hpp), or the matrix's with pinned
+//      toolchains provisioned from kbuild.lock (build/matrix_session.hpp);
+//   3. the identity (ops id) and the job graph (plan/planner.hpp);
+//   4. the executor runs what is stale, with the compile cache, and records the state;
+//   5. failures and interrupts become errors (exit 1 and 130); success is a BuildOutcome.
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kbuild/config/diagnostic.hpp"
+#include "kbuild/exec/command_runner.hpp"
+#include "kbuild/exec/executor.hpp"
+#include "kbuild/exec/reporter.hpp"
+#include "kbuild/plan/matrix.hpp"
+#include "kbuild/util/fs.hpp"
+#include "kbuild/util/process.hpp"
+#include "kbuild/util/result.hpp"
+#include "kbuild/util/system.hpp"
+
+namespace kbuild::build {
+
+/// The side effects a build has, as seams (fakes in tests/support for unit tests).
+struct BuildServices {
+  util::FileSystem& fs;
+  util::ProcessLauncher& launcher;  ///< probes (python, nvcc, g++, git, pip)
+  exec::CommandRunner& runner;      ///< compile and link commands
+  exec::Reporter& reporter;         ///< progress, warnings, explanations
+  const util::Environment& env;     ///< CUDA_HOME, CXX, KBUILD_CACHE, KBUILD_CACHE_MAX_SIZE, ...
+  const util::Clock& clock;
+  util::Random& random;
+};
+
+struct BuildRequest {
+  std::filesystem::path kernel_dir;  ///< absolute
+  size_t jobs = 1;
+  bool keep_going = false;
+  std::string python = "python3";
+  std::vector<std::string> backends;  ///< --backend (local builds)
+  std::optional<std::string> unique_id;
+  std::vector<std::string> launcher;  ///< --launcher, split into words
+  bool matrix = false;                ///< --matrix, or a filter was given
+  plan::MatrixFilter filter;
+  bool locked = false;
+  std::vector<std::string> cuda_toolkits;  ///< --cuda-toolkit VERSION=PATH
+  bool use_cache = true;
+  bool download_progress = false;  ///< let pip draw progress bars (a terminal)
+  std::string builder_version;     ///< provenance."kernel-builder".version in metadata.json
+  config::DiagnosticSink diagnostics;
+};
+
+struct BuildOutcome {
+  std::vector<std::string> variants;  ///< built (or up to date), by name
+  exec::ExecSummary summary;
+  double seconds = 0;
+};
+
+Result<BuildOutcome> build(const BuildRequest& request, BuildServices& services);
+
+}  // namespace kbuild::build

@@ -1,0 +1,93 @@
+#include "kbuild/build/local_variants.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+
+#include "kbuild/util/strings.hpp"
+
+namespace kbuild::build {
+
+namespace {
+
+std::string backend_names(const config::KernelConfig& config) {
+  std::vector<std::string> names;
+  for (auto b : config.general.backends) names.push_back(config::to_string(b));
+  return util::join(names, ", ");
+}
+
+}  // namespace
+
+Result<std::vector<plan::VariantBuild>> select_local_variants(const config::KernelConfig& config,
+                                                              const toolchain::Toolchain& tc,
+                                                              const std::vector<std::string>& wanted,
+                                                              const std::function<void(const std::string&)>& warn) {
+  std::vector<plan::VariantBuild> builds;
+  for (const auto& name : wanted) {
+    auto backend = config::parse_backend(name);
+    bool listed = backend && std::find(config.general.backends.begin(), config.general.backends.end(), *backend) !=
+                                 config.general.backends.end();
+    if (!listed)
+      return fail("--backend " + name + " is not one of the kernel's backends (" + backend_names(config) + ")", "",
+                  ExitCode::usage);
+  }
+  for (config::Backend backend : config.general.backends) {
+    std::string name = config::to_string(backend);
+    bool requested = std::find(wanted.begin(), wanted.end(), name) != wanted.end();
+    if (!wanted.empty() && !requested) continue;
+    config::Variant variant;
+    variant.torch = util::Version({tc.torch.version.major(), tc.torch.version.minor()});
+    variant.backend = backend;
+    variant.cxx11_abi = tc.torch.cxx11_abi;
+    variant.cpu = config::normalize_cpu(util::split(tc.cxx.machine, '-').front());
+    bool noarch = config.framework == config::Framework::torch_noarch || config.components_for(backend).empty();
+    if (noarch) {
+      variant.kind = config::Variant::Kind::noarch;
+      builds.push_back({variant, nullptr});
+      continue;
+    }
+    if (config.framework == config::Framework::tvm_ffi)
+      return fail("tvm-ffi kernels are not built by kbuild yet", "see docs/build-toml.md", ExitCode::usage);
+    if (backend == config::Backend::cuda) {
+      if (!tc.cuda) {
+        if (requested)
+          return fail("no CUDA toolkit found for --backend cuda", "put nvcc on PATH or set CUDA_HOME",
+                      ExitCode::toolchain);
+        warn("no CUDA toolkit found (nvcc not on PATH, CUDA_HOME unset): skipping the cuda backend");
+        continue;
+      }
+      if (!tc.torch.cuda)
+        return fail("the Torch at " + tc.torch.root.string() + " is a CPU-only build; it cannot build cuda variants",
+                    "install a CUDA build of torch, or use --backend cpu", ExitCode::toolchain);
+      if (tc.torch.cuda->major() != tc.cuda->version.major())
+        return fail(fmt::format("Torch was built with CUDA {} but nvcc is CUDA {}", tc.torch.cuda->major_minor(),
+                                tc.cuda->version.major_minor()),
+                    "use a CUDA toolkit of the same major version as torch (CUDA_HOME)", ExitCode::toolchain);
+      if (tc.cuda->version.minor() > tc.torch.cuda->minor())
+        warn(fmt::format(
+            "nvcc is CUDA {} but Torch was built with CUDA {}: the kernels loader will "
+            "not pick a cu{} variant for this Torch",
+            tc.cuda->version.major_minor(), tc.torch.cuda->major_minor(), config::flatten_version(tc.cuda->version)));
+      variant.cuda = util::Version({tc.cuda->version.major(), tc.cuda->version.minor()});
+    } else if (backend != config::Backend::cpu) {
+      warn("kbuild does not build " + name + " variants; skipping the " + name + " backend");
+      continue;
+    }
+    if (config.torch.minver && tc.torch.version < *config.torch.minver)
+      return fail(
+          fmt::format("Torch {} is older than torch.minver {}", tc.torch.version.str(), config.torch.minver->str()),
+          "use a newer torch (--python)", ExitCode::toolchain);
+    if (config.torch.maxver &&
+        util::Version({tc.torch.version.major(), tc.torch.version.minor()}) > *config.torch.maxver)
+      return fail(
+          fmt::format("Torch {} is newer than torch.maxver {}", tc.torch.version.str(), config.torch.maxver->str()),
+          "use an older torch (--python)", ExitCode::toolchain);
+    builds.push_back({variant, &tc});
+  }
+  if (builds.empty())
+    return fail("nothing to build: none of the kernel's backends can be built here",
+                "kbuild builds cpu and cuda variants", ExitCode::toolchain);
+  return builds;
+}
+
+}  // namespace kbuild::build
