@@ -74,6 +74,16 @@ def test_kernel_tests_pass_against_the_build(built_kernel):
     assert passed >= 50, result.stdout
 
 
+def test_kernel_tests_fail_when_nothing_was_built(tmp_path):
+    """An empty build/ must not pass the kernel's test suite: missing variants fail, they are not skipped."""
+    kernel = copy_kernel(tmp_path / "unbuilt")
+    env = dict(os.environ, IMG2GRAY_KERNEL_DIR=str(kernel))
+    result = subprocess.run([PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x", str(kernel / "tests")],
+                            env=env, capture_output=True, text=True, cwd=kernel)
+    assert result.returncode != 0, result.stdout
+    assert "variant was not built" in result.stdout, result.stdout
+
+
 def test_cuda_variant_loads_on_a_cpu_machine_with_cuda_kernels_registered(built_kernel):
     script = r"""
 import sys, torch

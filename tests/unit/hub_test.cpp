@@ -169,6 +169,16 @@ TEST(HubClientTest, ErrorsAreSpecificAndNeverShowTheToken) {
   auto moved = client.commit({"kernel", "org/k"}, "v1", "{}\n", false);
   ASSERT_FALSE(moved);
   EXPECT_NE(moved.error().message.find("412"), std::string::npos);
+  EXPECT_EQ(moved.error().kind, ErrorKind::http);  // what publish's re-planning decides on
+  EXPECT_EQ(moved.error().http_status, 412);
+  transport.answers = {std::unexpected(TransportError{"refused", false, true}),
+                       std::unexpected(TransportError{"refused", false, true}),
+                       std::unexpected(TransportError{"refused", false, true})};
+  HubClient quick(transport, "http://hub", Token{"hf_tok", "HF_TOKEN"}, {}, [](double) {});
+  auto unreachable = quick.list_refs({"kernel", "org/k"});
+  ASSERT_FALSE(unreachable);
+  EXPECT_EQ(unreachable.error().kind, ErrorKind::transport);
+  EXPECT_EQ(unreachable.error().code, ExitCode::network);
 }
 
 TEST(HubClientTest, CreateRepoAcceptsExistingAndTreeFollowsPagination) {

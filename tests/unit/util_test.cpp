@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <cerrno>
+
+#include "kbuild/util/fs.hpp"
 #include "kbuild/util/hash.hpp"
 #include "kbuild/util/strings.hpp"
 #include "kbuild/util/version.hpp"
@@ -65,4 +68,16 @@ TEST(Strings, ClosestMatch) {
   EXPECT_EQ(closest_match("zzzzzz", {"backends", "name"}), "");
   EXPECT_EQ(closest_match("cdua", {"cpu", "cuda"}), "cuda");  // a transposition is one edit
   EXPECT_EQ(edit_distance("kitten", "sitting"), 3u);
+}
+
+TEST(Errors, FileErrorsCarryTheirCause) {
+  using kbuild::ErrorKind;
+  RealFileSystem fs;
+  auto missing = fs.read_file("/nonexistent/kbuild/file");
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().kind, ErrorKind::io);
+  EXPECT_EQ(missing.error().os_errno, ENOENT);
+  auto rename = fs.rename("/nonexistent/a", "/nonexistent/b");
+  ASSERT_FALSE(rename);
+  EXPECT_EQ(rename.error().os_errno, ENOENT);
 }

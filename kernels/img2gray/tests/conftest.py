@@ -4,6 +4,10 @@ IMG2GRAY_KERNEL_DIR points at a kernel directory containing build/ (default: thi
 variants are loaded through the `kernels` package (get_local_kernel), the way users load them; where
 `kernels` is not installed (e.g. on an air-gapped GPU machine), the variant directory is imported
 the same way the loader does it (module named after metadata.json's id).
+
+IMG2GRAY_BACKENDS lists the variants to test ("cpu,cuda"; default: cpu, plus cuda when this torch
+is a CUDA build). A variant asked for but not built is a failure, never a skip: an empty build/ must
+not pass. The only skips are GPU tests on a machine without a GPU, and they say so.
 """
 
 import importlib.util
@@ -39,10 +43,18 @@ def _import_variant(path: Path):
 _loaded = {}
 
 
+def backends_to_test() -> list[str]:
+    default = "cpu,cuda" if torch.version.cuda is not None else "cpu"
+    return [b.strip() for b in os.environ.get("IMG2GRAY_BACKENDS", default).split(",") if b.strip()]
+
+
 def load(backend: str):
     if backend not in _loaded:
         if backend == "cuda" and torch.version.cuda is None:
-            pytest.skip("this torch has no CUDA support")
+            pytest.fail("IMG2GRAY_BACKENDS asks for the cuda variant, but this torch is not a CUDA build")
+        path = _variant_dir(backend)
+        if not path.is_dir():
+            pytest.fail(f"the {backend} variant was not built: {path} does not exist (run kbuild build)")
         try:
             import kernels
         except ImportError:
@@ -50,14 +62,11 @@ def load(backend: str):
         if kernels is not None:
             _loaded[backend] = kernels.get_local_kernel(kernel_dir(), backend=backend)
         else:
-            path = _variant_dir(backend)
-            if not path.is_dir():
-                pytest.skip(f"{path} has not been built")
             _loaded[backend] = _import_variant(path)
     return _loaded[backend]
 
 
-@pytest.fixture(params=["cpu", "cuda"], ids=["cpu-variant", "cuda-variant"])
+@pytest.fixture(params=backends_to_test(), ids=lambda b: f"{b}-variant")
 def variant(request):
     """Each built variant; both register CPU kernels, so both are tested on CPU tensors."""
     return load(request.param)
@@ -66,5 +75,5 @@ def variant(request):
 @pytest.fixture
 def cuda_kernel():
     if not torch.cuda.is_available():
-        pytest.skip("no CUDA device")
+        pytest.skip("no GPU on this machine (torch.cuda.is_available() is False): GPU tests run on a GPU host")
     return load("cuda")

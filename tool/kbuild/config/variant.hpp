@@ -1,5 +1,5 @@
 #pragma once
-// Build variants and their names, as the `kernels` loader parses them (spec §2):
+// Build variants and their names, as the `kernels` loader parses them (kernels/variants.py):
 //   torch<MA><MI>[-cxx11]-<compute>-<cpu>-<os>     e.g. torch211-cxx11-cu130-x86_64-linux
 //   torch-<backend>                                 noarch, e.g. torch-cpu
 // <compute> is cu<MA><MI> for CUDA, cpu for CPU. kbuild builds x86_64 and aarch64 Linux variants.
@@ -32,7 +32,7 @@ struct Variant {
   bool operator==(const Variant& other) const { return name() == other.name(); }
 };
 
-/// "2.11" -> "211", "13.0" -> "130": the first two components concatenated (spec §2.1).
+/// "2.11" -> "211", "13.0" -> "130": the first two components concatenated (the loader reads them back so).
 std::string flatten_version(const util::Version& version);
 
 /// Normalises a machine name as the loader does: amd64/AMD64 -> x86_64, arm64/ARM64 -> aarch64.

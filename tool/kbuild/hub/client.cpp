@@ -21,6 +21,12 @@ Error hub_error(std::string message, std::string hint = {}) {
   return Error{ExitCode::network, std::move(message), std::move(hint)};
 }
 
+Error transport_error(std::string message, std::string hint = {}) {
+  Error error = hub_error(std::move(message), std::move(hint));
+  error.kind = ErrorKind::transport;
+  return error;
+}
+
 std::string strip_query(const std::string& url) { return url.substr(0, url.find('?')); }
 
 // The next page of a paginated listing: Link: <url>; rel="next".
@@ -97,6 +103,13 @@ std::expected<HttpResponse, TransportError> HubClient::send_with_retries(HttpReq
 }
 
 Error HubClient::error_for(const HttpResponse& response, const Call& call) const {
+  Error error = describe_status(response, call);
+  error.kind = ErrorKind::http;
+  error.http_status = response.status;
+  return error;
+}
+
+Error HubClient::describe_status(const HttpResponse& response, const Call& call) const {
   std::string detail = redact(server_message(response), m_token);
   std::string code = response.headers.get("x-error-code").value_or("");
   std::string suffix = detail.empty() ? "" : ": " + detail;
@@ -138,8 +151,9 @@ std::expected<HttpResponse, Error> HubClient::send(const Call& call, const std::
   if (call.authorize && m_token) request.headers.set("authorization", "Bearer " + m_token->value);
   auto outcome = send_with_retries(std::move(request), call.retry);
   if (!outcome)
-    return std::unexpected(hub_error("cannot reach " + m_endpoint + " to " + call.what + ": " + outcome.error().message,
-                                     "check the endpoint (HF_ENDPOINT / --endpoint) and your network"));
+    return std::unexpected(transport_error("cannot reach " + m_endpoint + " to " + call.what + ": " +
+                                               outcome.error().message,
+                                           "check the endpoint (HF_ENDPOINT / --endpoint) and your network"));
   bool ok = outcome->status >= 200 && outcome->status < 300;
   for (int status : accepted) ok = ok || outcome->status == status;
   if (!ok) return std::unexpected(error_for(*outcome, call));
@@ -304,8 +318,9 @@ std::expected<HttpResponse, Error> HubClient::get_following(HttpRequest request,
     if (m_token && origin_of(request.url) == home) request.headers.set("authorization", "Bearer " + m_token->value);
     auto outcome = send_with_retries(request, true);
     if (!outcome)
-      return std::unexpected(hub_error("cannot reach " + m_endpoint + " to " + what + ": " + outcome.error().message,
-                                       "check the endpoint (HF_ENDPOINT / --endpoint) and your network"));
+      return std::unexpected(transport_error("cannot reach " + m_endpoint + " to " + what + ": " +
+                                                 outcome.error().message,
+                                             "check the endpoint (HF_ENDPOINT / --endpoint) and your network"));
     int status = outcome->status;
     if (redirects == 0 && first_headers) *first_headers = outcome->headers;
     if (status >= 300 && status < 400 && status != 304) {
@@ -407,7 +422,7 @@ Result<void> HubClient::upload_lfs(const RepoRef& repo, const std::string& revis
     if (m_token) request.headers.set("authorization", "Bearer " + m_token->value);
     Call call{"POST", request.url, "", "", true, true, "negotiate the LFS upload to " + repo.id};
     auto outcome = send_with_retries(request, true);
-    if (!outcome) return fail(hub_error("cannot reach " + m_endpoint + ": " + outcome.error().message));
+    if (!outcome) return fail(transport_error("cannot reach " + m_endpoint + ": " + outcome.error().message));
     if (outcome->status < 200 || outcome->status >= 300) return fail(error_for(*outcome, call));
     json answer;
     try {

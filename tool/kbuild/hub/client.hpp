@@ -130,7 +130,9 @@ class HubClient {
   };
   std::expected<HttpResponse, Error> send(const Call& call, const std::vector<int>& accepted = {});
   std::expected<HttpResponse, TransportError> send_with_retries(HttpRequest request, bool retry);
+  /// The error for a non-2xx answer: kind http, the status, a specific message and hint.
   Error error_for(const HttpResponse& response, const Call& call) const;
+  Error describe_status(const HttpResponse& response, const Call& call) const;
   std::string api(const RepoRef& repo) const;
   std::string prefix(const RepoRef& repo) const;
   std::string resolve_url(const RepoRef& repo, const std::string& revision, const std::string& path) const;

@@ -254,7 +254,7 @@ Result<PublishOutcome> publish(HubClient& client, util::FileSystem& fs, const co
         main_head ? execute_plan(client, repo, version_plan, refs.branches[branch], options.create_pr, hooks, pr)
                   : Result<std::string>(fail(main_head.error()));
     if (!version_head) {
-      bool moved = version_head.error().message.find("(412") != std::string::npos;
+      bool moved = version_head.error().kind == ErrorKind::http && version_head.error().http_status == 412;
       if (!moved || attempt >= 2) return fail(version_head.error());
       if (hooks.info) hooks.info("the branch moved on the Hub meanwhile; planning again against its new head");
       KB_TRY_ASSIGN(refs, client.list_refs(repo));

@@ -1,5 +1,5 @@
 #pragma once
-// `kbuild check`: does build/ hold what the kernels loader and the Hub expect (spec §3, §4, §8)?
+// `kbuild check`: does build/ hold what the kernels loader and the Hub expect (docs/cli.md, kbuild check)?
 // Layout (variant names, required files, no bytecode), metadata.json (parses, ids agree, digest
 // verifies), and for each native library: ELF of the variant's CPU, exports PyInit_<ops-id>, links
 // only Torch, CUDA and C/C++ runtime libraries, no RPATH/RUNPATH, no private CPython symbols

@@ -1,5 +1,5 @@
 #pragma once
-// The per-file digest stored in metadata.json (spec §4.2, kernels-data digest.rs):
+// The per-file digest stored in metadata.json (kernels-data digest.rs):
 //   {"algorithm": "sha256", "files": {"<relpath>": "<base64 of sha256(file bytes)>", ...}}
 // Keys are paths relative to the variant directory with '/' separators, sorted bytewise. Excluded:
 // metadata.json and metadata.json.sigstore at the top level only, any path with a __pycache__

@@ -1,6 +1,6 @@
 #pragma once
-// Assembling build/<variant>/ (spec §3.2): the kernel's Python package, the generated _ops.py, the
-// native library <ops-id>.abi3.so, and metadata.json with the digest of everything else.
+// Assembling build/<variant>/ (the layout the loader imports; docs/architecture.md): the kernel's Python package, the
+// generated _ops.py, the native library <ops-id>.abi3.so, and metadata.json with the digest of everything else.
 //
 // The directory is assembled next to its final place (build/.<variant>.tmp-*) and swapped in with
 // renames, so a reader (or an interrupted build) sees the old tree or the new one, never a mix.

@@ -1,8 +1,8 @@
 #pragma once
-// metadata.json of a variant (spec §4.1). Keys are written in kernel-builder's order: name, id,
-// version, license, upstream, source, python-depends, kernel-depends, backend, digest, provenance;
-// pretty-printed with two spaces and a trailing newline. The bytes matter (they are what gets signed
-// and what the reproducibility check compares), so the writer is deterministic.
+// metadata.json of a variant (the schema kernels-data reads; docs/architecture.md). Keys are written in
+// kernel-builder's order: name, id, version, license, upstream, source, python-depends, kernel-depends, backend,
+// digest, provenance; pretty-printed with two spaces and a trailing newline. The bytes matter (they are what gets
+// signed and what the reproducibility check compares), so the writer is deterministic.
 
 #include <optional>
 #include <string>

@@ -2,7 +2,7 @@
 // Which build variant the `kernels` loader (0.17, kernels/variants.py) picks on a machine, so that
 // `kbuild download` installs what `get_locked_kernel` will load and `kbuild versions` can say why.
 //
-// Names (ecosystem contract §2): torch<MA><MI>[-cxx11|-cxx98]-<compute>-<cpu>-<os>,
+// Names (the loader's kernels/variants.py): torch<MA><MI>[-cxx11|-cxx98]-<compute>-<cpu>-<os>,
 // torch-stable-abi<MA><MI>-<compute>-<cpu>-<os>, tvm-ffi<MA><MI>-<compute>-<cpu>-<os>, and the noarch
 // torch-<backend>. <compute> is cpu, metal, neuron, tpu, cu<MA><MI>, rocm<MA><MI>, xpu<MA><MI> or
 // cann<MA><MI>, where the minor version is the last digit. Names that do not parse are ignored,

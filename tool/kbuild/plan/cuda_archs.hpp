@@ -1,6 +1,6 @@
 #pragma once
-// CUDA architecture selection, following kernel-builder (spec §1.3): a default capability list per
-// CUDA toolkit version, and the "loose intersection" of a component's cuda-capabilities with it.
+// CUDA architecture selection, following kernel-builder (its CMake preamble; table in docs/build-toml.md): a default
+// capability list per CUDA toolkit version, and the "loose intersection" of a component's cuda-capabilities with it.
 
 #include <string>
 #include <vector>

@@ -45,7 +45,7 @@ struct PlanRequest {
   std::optional<layout::GitProvenance> kernel_git;
 };
 
-/// "_" + python_name + "_" + backend + "_" + unique_id (spec §3.1).
+/// "_" + python_name + "_" + backend + "_" + unique_id (kernel-builder's ops identifier; docs/architecture.md).
 std::string ops_id(const std::string& python_name, config::Backend backend, const std::string& unique_id);
 
 /// Whether `path` is a translation unit, and of which kind; nullopt for headers and other files.

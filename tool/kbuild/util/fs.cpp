@@ -11,6 +11,15 @@
 
 namespace kbuild::util {
 
+namespace {
+std::unexpected<Error> io_fail(std::string message, int os_errno) {
+  Error error{ExitCode::failure, std::move(message), ""};
+  error.kind = ErrorKind::io;
+  error.os_errno = os_errno;
+  return std::unexpected(std::move(error));
+}
+}  // namespace
+
 FileStat RealFileSystem::stat(const fs::path& path) const {
   struct ::stat st;
   FileStat result;
@@ -41,7 +50,10 @@ Result<void> RealFileSystem::write_file_atomic(const fs::path& path, std::string
   if (path.has_parent_path()) KB_TRY(make_dirs(path.parent_path()));
   fs::path temp = temp_sibling(path);
   int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, executable ? 0755 : 0644);
-  if (fd < 0) return fail("cannot write " + temp.string() + ": " + std::strerror(errno));
+  if (fd < 0) {
+    int saved = errno;
+    return io_fail("cannot write " + temp.string() + ": " + std::strerror(saved), saved);
+  }
   size_t written = 0;
   while (written < content.size()) {
     ssize_t n = ::write(fd, content.data() + written, content.size() - written);
@@ -50,14 +62,14 @@ Result<void> RealFileSystem::write_file_atomic(const fs::path& path, std::string
       int saved = errno;
       ::close(fd);
       ::unlink(temp.c_str());
-      return fail("cannot write " + temp.string() + ": " + std::strerror(saved));
+      return io_fail("cannot write " + temp.string() + ": " + std::strerror(saved), saved);
     }
     written += static_cast<size_t>(n);
   }
   if (::close(fd) != 0 || ::rename(temp.c_str(), path.c_str()) != 0) {
     int saved = errno;
     ::unlink(temp.c_str());
-    return fail("cannot write " + path.string() + ": " + std::strerror(saved));
+    return io_fail("cannot write " + path.string() + ": " + std::strerror(saved), saved);
   }
   return {};
 }
@@ -65,7 +77,7 @@ Result<void> RealFileSystem::write_file_atomic(const fs::path& path, std::string
 Result<std::vector<DirEntry>> RealFileSystem::list_dir(const fs::path& path) const {
   std::error_code ec;
   fs::directory_iterator it(path, ec);
-  if (ec) return fail("cannot list " + path.string() + ": " + ec.message());
+  if (ec) return io_fail("cannot list " + path.string() + ": " + ec.message(), ec.value());
   std::vector<DirEntry> entries;
   for (const auto& entry : it) {
     std::error_code ignored;
@@ -78,39 +90,48 @@ Result<std::vector<DirEntry>> RealFileSystem::list_dir(const fs::path& path) con
 Result<void> RealFileSystem::make_dirs(const fs::path& path) {
   std::error_code ec;
   fs::create_directories(path, ec);
-  if (ec) return fail("cannot create directory " + path.string() + ": " + ec.message());
+  if (ec) return io_fail("cannot create directory " + path.string() + ": " + ec.message(), ec.value());
   return {};
 }
 
 Result<void> RealFileSystem::remove_all(const fs::path& path) {
   std::error_code ec;
   fs::remove_all(path, ec);
-  if (ec) return fail("cannot remove " + path.string() + ": " + ec.message());
+  if (ec) return io_fail("cannot remove " + path.string() + ": " + ec.message(), ec.value());
   return {};
 }
 
 Result<void> RealFileSystem::rename(const fs::path& from, const fs::path& to) {
-  if (::rename(from.c_str(), to.c_str()) != 0)
-    return fail("cannot rename " + from.string() + " to " + to.string() + ": " + std::strerror(errno));
+  if (::rename(from.c_str(), to.c_str()) != 0) {
+    int saved = errno;
+    return io_fail("cannot rename " + from.string() + " to " + to.string() + ": " + std::strerror(saved), saved);
+  }
   return {};
 }
 
 Result<void> RealFileSystem::touch(const fs::path& path) {
-  if (::utimensat(AT_FDCWD, path.c_str(), nullptr, 0) != 0)
-    return fail("cannot touch " + path.string() + ": " + std::strerror(errno));
+  if (::utimensat(AT_FDCWD, path.c_str(), nullptr, 0) != 0) {
+    int saved = errno;
+    return io_fail("cannot touch " + path.string() + ": " + std::strerror(saved), saved);
+  }
   return {};
 }
 
 Result<void> RealFileSystem::create_symlink(const fs::path& target, const fs::path& link) {
-  if (::symlink(target.c_str(), link.c_str()) != 0)
-    return fail("cannot create the link " + link.string() + ": " + std::strerror(errno));
+  if (::symlink(target.c_str(), link.c_str()) != 0) {
+    int saved = errno;
+    return io_fail("cannot create the link " + link.string() + ": " + std::strerror(saved), saved);
+  }
   return {};
 }
 
 Result<void> RealFileSystem::read_chunks(const fs::path& path,
                                          const std::function<void(std::string_view)>& consume) const {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return fail("cannot read " + path.string() + ": " + std::strerror(errno));
+  if (fd < 0) {
+    int saved = errno;
+    return io_fail("cannot read " + path.string() + ": " + std::strerror(saved), saved);
+  }
   std::string buffer(1 << 20, '\0');
   for (;;) {
     ssize_t n = ::read(fd, buffer.data(), buffer.size());
@@ -118,7 +139,7 @@ Result<void> RealFileSystem::read_chunks(const fs::path& path,
       if (errno == EINTR) continue;
       int saved = errno;
       ::close(fd);
-      return fail("cannot read " + path.string() + ": " + std::strerror(saved));
+      return io_fail("cannot read " + path.string() + ": " + std::strerror(saved), saved);
     }
     if (n == 0) break;
     consume(std::string_view(buffer.data(), static_cast<size_t>(n)));

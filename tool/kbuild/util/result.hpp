@@ -18,11 +18,23 @@ enum class ExitCode : int {
   interrupted = 130,  ///< stopped by SIGINT/SIGTERM
 };
 
+/// What kind of failure an Error reports, for code that decides on it (retry, fall back): decisions
+/// read these fields, never the message text.
+enum class ErrorKind {
+  unspecified,
+  http,       ///< the server answered with an error status (http_status)
+  transport,  ///< no HTTP answer: connection refused, reset, timeout
+  io,         ///< a file operation failed (os_errno)
+};
+
 /// An error that can be shown to a user: what went wrong, and what to try next.
 struct Error {
   ExitCode code = ExitCode::failure;
   std::string message;
   std::string hint;  ///< optional; printed as "hint: ..." after the message
+  ErrorKind kind = ErrorKind::unspecified;
+  int http_status = 0;  ///< with ErrorKind::http
+  int os_errno = 0;     ///< with ErrorKind::io, when the OS gave one
 };
 
 template <class T>
