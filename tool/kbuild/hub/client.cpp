@@ -151,9 +151,9 @@ std::expected<HttpResponse, Error> HubClient::send(const Call& call, const std::
   if (call.authorize && m_token) request.headers.set("authorization", "Bearer " + m_token->value);
   auto outcome = send_with_retries(std::move(request), call.retry);
   if (!outcome)
-    return std::unexpected(transport_error("cannot reach " + m_endpoint + " to " + call.what + ": " +
-                                               outcome.error().message,
-                                           "check the endpoint (HF_ENDPOINT / --endpoint) and your network"));
+    return std::unexpected(
+        transport_error("cannot reach " + m_endpoint + " to " + call.what + ": " + outcome.error().message,
+                        "check the endpoint (HF_ENDPOINT / --endpoint) and your network"));
   bool ok = outcome->status >= 200 && outcome->status < 300;
   for (int status : accepted) ok = ok || outcome->status == status;
   if (!ok) return std::unexpected(error_for(*outcome, call));
@@ -318,9 +318,9 @@ std::expected<HttpResponse, Error> HubClient::get_following(HttpRequest request,
     if (m_token && origin_of(request.url) == home) request.headers.set("authorization", "Bearer " + m_token->value);
     auto outcome = send_with_retries(request, true);
     if (!outcome)
-      return std::unexpected(transport_error("cannot reach " + m_endpoint + " to " + what + ": " +
-                                                 outcome.error().message,
-                                             "check the endpoint (HF_ENDPOINT / --endpoint) and your network"));
+      return std::unexpected(
+          transport_error("cannot reach " + m_endpoint + " to " + what + ": " + outcome.error().message,
+                          "check the endpoint (HF_ENDPOINT / --endpoint) and your network"));
     int status = outcome->status;
     if (redirects == 0 && first_headers) *first_headers = outcome->headers;
     if (status >= 300 && status < 400 && status != 304) {
