@@ -4,6 +4,7 @@
 
 #include "kbuild/util/fs.hpp"
 #include "kbuild/util/hash.hpp"
+#include "kbuild/util/log.hpp"
 #include "kbuild/util/strings.hpp"
 #include "kbuild/util/version.hpp"
 
@@ -80,4 +81,25 @@ TEST(Errors, FileErrorsCarryTheirCause) {
   auto rename = fs.rename("/nonexistent/a", "/nonexistent/b");
   ASSERT_FALSE(rename);
   EXPECT_EQ(rename.error().os_errno, ENOENT);
+}
+
+TEST(Log, LevelsAndRedactionOfSecrets) {
+  namespace log = kbuild::util::log;
+  std::vector<std::string> lines;
+  log::capture_for_testing([&](log::Level, const std::string& line) { lines.push_back(line); });
+  log::set_level(log::Level::info);
+  log::debug("hidden at info");
+  log::add_secret("s3cr3t-value");
+  log::info("Authorization: Bearer s3cr3t-value");
+  log::warn("url ?token=hf_abcdefghijklmnopqrstuvwxyz012345 and hf_short");
+  EXPECT_EQ(lines, (std::vector<std::string>{"Authorization: Bearer hf_***", "url ?token=hf_*** and hf_short"}));
+  log::set_level(log::Level::off);
+  log::error("nothing");
+  EXPECT_EQ(lines.size(), 2u);
+  EXPECT_EQ(log::level_for(true, false, std::nullopt), log::Level::debug);
+  EXPECT_EQ(log::level_for(false, true, std::nullopt), log::Level::warn);
+  EXPECT_EQ(log::level_for(true, false, std::string("error")), log::Level::error);
+  EXPECT_EQ(log::level_for(false, false, std::string("bogus")), log::Level::info);
+  log::capture_for_testing({});
+  log::set_level(log::Level::info);
 }

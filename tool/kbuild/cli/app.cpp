@@ -11,6 +11,7 @@
 
 #include "kbuild/cli/command.hpp"
 #include "kbuild/util/build_info.hpp"
+#include "kbuild/util/log.hpp"
 #include "kbuild/util/strings.hpp"
 
 namespace kbuild::cli {
@@ -119,6 +120,7 @@ int run(int argc, char** argv) {
   util::RealClock clock;
   util::RealRandom random;
   Services services{fs, launcher, env, clock, random};
+  util::log::set_level(util::log::level_for(false, false, env.get("KBUILD_LOG")));
   try {
     auto result = action(services);
     if (!result) {

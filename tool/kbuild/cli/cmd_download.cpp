@@ -9,6 +9,7 @@
 #include "kbuild/lock/download.hpp"
 #include "kbuild/lock/hf_cache.hpp"
 #include "kbuild/lock/project.hpp"
+#include "kbuild/util/log.hpp"
 
 namespace kbuild::cli {
 
@@ -25,6 +26,7 @@ struct DownloadCliOptions {
 };
 
 Result<ExitCode> run_download(const DownloadCliOptions& options, Services& services) {
+  util::log::set_level(util::log::level_for(options.verbose, options.quiet, services.env.get("KBUILD_LOG")));
   auto project_dir = absolute_dir(options.project_dir);
   KB_TRY_ASSIGN(auto entries, lock::read_lockfile(services.fs, project_dir));
   lock::DownloadOptions download;
@@ -41,7 +43,7 @@ Result<ExitCode> run_download(const DownloadCliOptions& options, Services& servi
     download.system = *facts;
   }
   if (!options.json && !options.quiet && (options.verbose || is_smart_terminal(stderr, services.env)))
-    download.progress = [](const std::string& line) { fmt::print(stderr, "kbuild: {}\n", line); };
+    download.progress = [](const std::string& line) { util::log::info(line); };
 
   HubSession hub = open_hub(services.fs, services.env, options.endpoint, options.verbose);
   lock::HubKernelIndex index(*hub.client);

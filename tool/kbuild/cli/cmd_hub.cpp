@@ -9,6 +9,7 @@
 #include "kbuild/server/listener.hpp"
 #include "kbuild/server/router.hpp"
 #include "kbuild/server/store.hpp"
+#include "kbuild/util/log.hpp"
 
 namespace kbuild::cli {
 
@@ -54,9 +55,7 @@ Result<ExitCode> run_serve(const ServeOptions& options) {
   std::string address = "http://" + host + ":" + std::to_string(listener->port());
   router_options.base_url = options.base_url.empty() ? address : options.base_url;
   router_options.config_file = root / "config.toml";
-  router_options.on_config_error = [](const std::string& message) {
-    fmt::print(stderr, "kbuild hub: warning: {}\n", message);
-  };
+  router_options.on_config_error = [](const std::string& message) { util::log::warn(message); };
   bool no_tokens = config.tokens.empty();
   server::Router router(*store, std::move(config), router_options);
 

@@ -7,6 +7,7 @@
 #include "kbuild/cli/command.hpp"
 #include "kbuild/cli/hub_session.hpp"
 #include "kbuild/lock/project.hpp"
+#include "kbuild/util/log.hpp"
 
 namespace kbuild::cli {
 
@@ -83,6 +84,7 @@ void print_changes(const lock::LockProjectOutcome& outcome, std::FILE* stream) {
 }
 
 Result<ExitCode> run_lock(const LockCliOptions& options, Services& services) {
+  util::log::set_level(util::log::level_for(options.verbose, options.quiet, services.env.get("KBUILD_LOG")));
   lock::LockRequest request;
   request.project_dir = absolute_dir(options.project_dir);
   request.mode = options.check     ? lock::LockMode::check
@@ -98,12 +100,10 @@ Result<ExitCode> run_lock(const LockCliOptions& options, Services& services) {
   const bool show_progress =
       !options.json && !options.quiet && (options.verbose || is_smart_terminal(stderr, services.env));
   if (show_progress)
-    request.options.progress = [](const std::string& line) { fmt::print(stderr, "kbuild: {}\n", line); };
+    request.options.progress = [](const std::string& line) { util::log::info(line); };
   if (!options.quiet)
-    request.options.warn = [](const std::string& line) { fmt::print(stderr, "kbuild: warning: {}\n", line); };
-  request.diagnostics = [](const std::vector<config::Diagnostic>& diagnostics) {
-    fmt::print(stderr, "{}", config::format_diagnostics(diagnostics));
-  };
+    request.options.warn = [](const std::string& line) { util::log::warn(line); };
+  request.diagnostics = print_diagnostics;
 
   HubSession hub = open_hub(services.fs, services.env, options.endpoint, options.verbose);
   lock::HubKernelIndex index(*hub.client);
@@ -112,7 +112,7 @@ Result<ExitCode> run_lock(const LockCliOptions& options, Services& services) {
     bool known = std::any_of(outcome.lock.dependencies.begin(), outcome.lock.dependencies.end(),
                              [&](const auto& d) { return d.entry.dependency.repo_id == repo; });
     if (!known && !options.quiet)
-      fmt::print(stderr, "kbuild: warning: --upgrade={} names no locked dependency\n", repo);
+      util::log::warn("--upgrade=" + repo + " names no locked dependency");
   }
 
   if (options.json) {

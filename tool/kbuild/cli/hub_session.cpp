@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include "kbuild/toolchain/probe.hpp"
+#include "kbuild/util/log.hpp"
 #include "kbuild/util/process.hpp"
 
 namespace kbuild::cli {
@@ -13,13 +14,14 @@ HubSession open_hub(const util::FileSystem& fs, const util::Environment& environ
   HubSession session;
   session.token = hub::resolve_token(env, fs);
   session.transport = std::make_unique<hub::CurlTransport>();
-  hub::HubClient::Logger logger;
-  if (verbose) logger = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
+  if (session.token) util::log::add_secret(session.token->value);
+  if (verbose && !util::log::enabled(util::log::Level::debug)) util::log::set_level(util::log::Level::debug);
+  hub::HubClient::Logger logger = [](const std::string& line) { util::log::debug(line); };
   session.client =
       std::make_unique<hub::HubClient>(*session.transport, hub::resolve_endpoint(endpoint, env), session.token,
                                        hub::RetryPolicy{}, hub::HubClient::Sleeper{}, logger);
-  if (!verbose)
-    session.client->set_retry_notice([](const std::string& line) { fmt::print(stderr, "kbuild: {}\n", line); });
+  if (!util::log::enabled(util::log::Level::debug))  // (the debug log has every retry already)
+    session.client->set_retry_notice([](const std::string& line) { util::log::info(line); });
   return session;
 }
 

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "kbuild/util/log.hpp"
 #include "kbuild/util/strings.hpp"
 #include "kbuild/util/system.hpp"
 
@@ -43,6 +44,7 @@ std::string current_machine() {
 
 Result<ProcessResult> RealProcessLauncher::run(const std::vector<std::string>& argv, const ProcessOptions& options) {
   if (argv.empty()) return fail("internal error: empty command");
+  log::debug("running " + shell_join(argv));
   auto program = find(argv[0]);
   if (!program) return fail("program not found: " + argv[0], "", ExitCode::toolchain);
 
