@@ -18,6 +18,8 @@ namespace kbuild::fakes {
 class FakeLauncher final : public util::ProcessLauncher {
  public:
   std::map<std::string, util::ProcessResult> answers;
+  /// Consulted when no exact answer matches: the first entry whose key starts the command line.
+  std::vector<std::pair<std::string, util::ProcessResult>> prefix_answers;
   std::vector<std::string> ran;
   /// What find() answers: program -> path (a program with '/' is found as itself).
   std::map<std::string, std::filesystem::path> programs;

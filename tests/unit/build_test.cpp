@@ -1,0 +1,231 @@
+// The build use case (tool/kbuild/build) driven whole through in-memory fakes, ninja-style: a kernel
+// directory and a Torch installation in a MemFileSystem, probes answered by a FakeLauncher, compile
+// and link commands "run" by a FakeCommandRunner, no git, a fixed clock and randomness.
+
+#include <gtest/gtest.h>
+
+#include "kbuild/build/build.hpp"
+#include "kbuild/build/kernel_source.hpp"
+#include "kbuild/build/local_variants.hpp"
+#include "kbuild/exec/interrupt.hpp"
+#include "kbuild/exec/reporter.hpp"
+#include "kbuild/util/strings.hpp"
+#include "support/fakes.hpp"
+
+using namespace kbuild;
+
+namespace {
+
+constexpr const char* k_build_toml = R"([general]
+name = "relu"
+version = 1
+edition = 5
+license = "apache-2.0"
+backends = ["cpu", "cuda"]
+
+[torch]
+src = ["torch-ext/torch_binding.cpp"]
+
+[kernel.relu_cpu]
+backend = "cpu"
+depends = ["torch"]
+src = ["relu_cpu/relu.cpp"]
+
+[kernel.relu_cuda]
+backend = "cuda"
+depends = ["torch"]
+src = ["relu_cuda/relu.cu"]
+)";
+
+// Records what the executor and the build report, so tests can read warnings.
+class RecordingReporter final : public exec::Reporter {
+ public:
+  std::vector<std::string> warnings;
+  std::vector<std::string> started;
+  void job_started(const plan::Job& job, size_t, size_t, bool cached) override {
+    started.push_back(job.id + (cached ? " (cached)" : ""));
+  }
+  void job_finished(const plan::Job&, const exec::JobOutcome&, size_t, size_t) override {}
+  void explain(const plan::Job&, const std::string&) override {}
+  void info(std::string_view) override {}
+  void warning(std::string_view message) override { warnings.emplace_back(message); }
+};
+
+struct BuildFixture : ::testing::Test {
+  fakes::MemFileSystem fs;
+  fakes::FakeLauncher launcher;
+  fakes::FakeCommandRunner runner{fs};
+  RecordingReporter reporter;
+  util::MapEnvironment env{{{"HOME", "/home/u"}, {"KBUILD_CACHE", "/cache"}}};
+  util::ManualClock clock;
+  util::SequenceRandom random;
+  build::BuildServices services{fs, launcher, runner, reporter, env, clock, random};
+
+  void SetUp() override {
+    exec::reset_interrupt_for_testing();
+    fs.put("/k/build.toml", k_build_toml);
+    fs.put("/k/torch-ext/torch_binding.cpp", "// binding");
+    fs.put("/k/torch-ext/relu/__init__.py", "from ._ops import ops\n");
+    fs.put("/k/relu_cpu/relu.cpp", "// cpu");
+    fs.put("/k/relu_cuda/relu.cu", "// cuda");
+    // A CPU build of Torch 2.11 for the interpreter /py/bin/python3.
+    fs.put("/py/site/torch/version.py", "__version__ = '2.11.0+cpu'\ngit_version = 'abc'\n");
+    fs.put("/py/site/torch/include/torch/library.h", "");
+    fs.put("/py/site/torch/include/ATen/Config.h", "#define AT_PARALLEL_OPENMP 0\n");
+    fs.put("/py/site/torch/lib/libc10.so", "... St7__cxx11 ...");
+    fs.put("/py/include/python3.11/Python.h", "");
+    launcher.programs = {{"python3", "/py/bin/python3"}, {"g++", "/usr/bin/g++"}};
+    launcher.prefix_answers.push_back(
+        {"python3 -c ",
+         {0, R"({"version": "3.11", "include": "/py/include/python3.11", "torch": "/py/site/torch"})", ""}});
+    launcher.answers["/usr/bin/g++ -dumpfullversion"] = {0, "12.2.0\n", ""};
+    launcher.answers["/usr/bin/g++ -dumpmachine"] = {0, "x86_64-linux-gnu\n", ""};
+  }
+
+  build::BuildRequest request() const {
+    build::BuildRequest r;
+    r.kernel_dir = "/k";
+    r.jobs = 2;
+    r.builder_version = "kbuild/test";
+    return r;
+  }
+
+  // The ids of the commands the runner started.
+  std::vector<std::string> started_outputs() const {
+    std::vector<std::string> out;
+    for (const auto& argv : runner.started)
+      for (size_t i = 0; i + 1 < argv.size(); ++i)
+        if (argv[i] == "-o") out.push_back(argv[i + 1]);
+    return out;
+  }
+};
+
+}  // namespace
+
+TEST_F(BuildFixture, ALocalBuildInstallsTheVariantThenHasNothingToDo) {
+  auto outcome = build::build(request(), services);
+  ASSERT_TRUE(outcome) << outcome.error().message << "\n" << outcome.error().hint;
+  EXPECT_EQ(outcome->variants, std::vector<std::string>{"torch211-cxx11-cpu-x86_64-linux"});
+  EXPECT_EQ(outcome->summary.failed, 0u);
+  EXPECT_GT(outcome->summary.ran, 0u);
+  // No CUDA toolkit here (no nvcc found): the cuda backend is skipped with a warning, not an error.
+  ASSERT_FALSE(reporter.warnings.empty());
+  EXPECT_NE(reporter.warnings.front().find("no CUDA toolkit found"), std::string::npos);
+  // The variant directory as the loader expects it, with the ops id from the random id kept in
+  // .kbuild/unique-id (no git here).
+  std::string id = std::string(util::trim(fs.content("/k/.kbuild/unique-id")));
+  ASSERT_FALSE(id.empty());
+  EXPECT_TRUE(fs.has("/k/build/torch211-cxx11-cpu-x86_64-linux/metadata.json"));
+  EXPECT_TRUE(fs.has("/k/build/torch211-cxx11-cpu-x86_64-linux/__init__.py"));
+  EXPECT_TRUE(fs.has("/k/build/torch211-cxx11-cpu-x86_64-linux/_relu_cpu_" + id + ".abi3.so"));
+
+  runner.started.clear();
+  auto again = build::build(request(), services);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->summary.stale, 0u);  // a no-op build runs nothing
+  EXPECT_TRUE(runner.started.empty());
+  EXPECT_EQ(std::string(util::trim(fs.content("/k/.kbuild/unique-id"))), id);  // the same identity
+}
+
+TEST_F(BuildFixture, AnEditedSourceRebuildsOnlyWhatDependsOnIt) {
+  // (Without the cache: the fake compiler's object does not depend on the source, so the cache
+  // would serve the link.)
+  auto r = request();
+  r.use_cache = false;
+  ASSERT_TRUE(build::build(r, services));
+  runner.started.clear();
+  fs.put("/k/relu_cpu/relu.cpp", "// cpu, edited");
+  auto outcome = build::build(r, services);
+  ASSERT_TRUE(outcome);
+  auto outputs = started_outputs();
+  ASSERT_EQ(outputs.size(), 2u);  // that object, then the link
+  EXPECT_NE(outputs[0].find("relu_cpu/relu.cpp.o"), std::string::npos) << outputs[0];
+  EXPECT_NE(outputs[1].find(".abi3.so"), std::string::npos) << outputs[1];
+}
+
+TEST_F(BuildFixture, TheCompileCacheServesAFreshCheckout) {
+  ASSERT_TRUE(build::build(request(), services));
+  // Another copy of the same kernel (same unique id): every command comes from the cache.
+  for (const char* file : {"/k/build.toml", "/k/torch-ext/torch_binding.cpp", "/k/torch-ext/relu/__init__.py",
+                           "/k/relu_cpu/relu.cpp", "/k/relu_cuda/relu.cu"})
+    fs.put(std::string("/k2") + (file + 2), fs.content(file));
+  auto copy = request();
+  copy.kernel_dir = "/k2";
+  copy.unique_id = std::string(util::trim(fs.content("/k/.kbuild/unique-id")));
+  runner.started.clear();
+  auto outcome = build::build(copy, services);
+  ASSERT_TRUE(outcome) << outcome.error().message;
+  EXPECT_TRUE(runner.started.empty());
+  EXPECT_EQ(outcome->summary.cache_hits, 4u);  // three objects (binding, kernel, glibc_compat) and the library
+  EXPECT_EQ(fs.content("/k2/build/torch211-cxx11-cpu-x86_64-linux/metadata.json"),
+            fs.content("/k/build/torch211-cxx11-cpu-x86_64-linux/metadata.json"));
+  // Without the cache, everything runs.
+  fs.remove_all("/k2/build");
+  fs.remove_all("/k2/.kbuild");
+  copy.use_cache = false;
+  auto uncached = build::build(copy, services);
+  ASSERT_TRUE(uncached);
+  EXPECT_EQ(uncached->summary.cache_hits, 0u);
+  EXPECT_EQ(runner.started.size(), 4u);
+}
+
+TEST_F(BuildFixture, FailuresAndBadRequestsAreErrorsWithTheirExitCodes) {
+  fs.put("/k/build.toml", std::string(k_build_toml) + "unknown = 1\n");
+  std::vector<config::Diagnostic> seen;
+  auto r = request();
+  r.diagnostics = [&](const std::vector<config::Diagnostic>& d) { seen = d; };
+  auto invalid = build::build(r, services);
+  ASSERT_FALSE(invalid);
+  EXPECT_EQ(invalid.error().code, ExitCode::usage);
+  EXPECT_FALSE(seen.empty());
+  EXPECT_FALSE(fs.stat("/k/.kbuild").exists);  // nothing written for an invalid build.toml
+
+  fs.put("/k/build.toml", k_build_toml);
+  auto cuda_only = request();
+  cuda_only.backends = {"cuda"};
+  auto no_toolkit = build::build(cuda_only, services);
+  ASSERT_FALSE(no_toolkit);
+  EXPECT_EQ(no_toolkit.error().code, ExitCode::toolchain);
+
+  auto unknown = request();
+  unknown.backends = {"rocm"};
+  EXPECT_EQ(build::build(unknown, services).error().code, ExitCode::usage);
+
+  runner.failures["/k/.kbuild/torch211-cxx11-cpu-x86_64-linux/obj/relu_cpu/relu.cpp.o"] = 1;
+  auto failed = build::build(request(), services);
+  ASSERT_FALSE(failed);
+  EXPECT_EQ(failed.error().code, ExitCode::failure);
+  EXPECT_NE(failed.error().message.find("build failed: 1 job failed"), std::string::npos) << failed.error().message;
+  EXPECT_FALSE(fs.stat("/k/build/torch211-cxx11-cpu-x86_64-linux").exists);
+}
+
+TEST_F(BuildFixture, AnInvalidCacheSizeIsAUsageError) {
+  env.values["KBUILD_CACHE_MAX_SIZE"] = "10 gigs";
+  auto outcome = build::build(request(), services);
+  ASSERT_FALSE(outcome);
+  EXPECT_EQ(outcome.error().code, ExitCode::usage);
+  EXPECT_NE(outcome.error().message.find("KBUILD_CACHE_MAX_SIZE"), std::string::npos);
+}
+
+TEST(BuildIdentity, ExplicitThenGitThenAKeptRandomId) {
+  fakes::MemFileSystem fs;
+  fakes::FakeLauncher launcher;
+  util::SequenceRandom random;
+  auto explicit_id = build::build_identity(fs, launcher, random, "/k", "/k/.kbuild", std::string("abc_1"));
+  EXPECT_EQ(explicit_id->unique_id, "abc_1");
+  EXPECT_FALSE(build::build_identity(fs, launcher, random, "/k", "/k/.kbuild", std::string("a-b")));
+  auto first = build::build_identity(fs, launcher, random, "/k", "/k/.kbuild", std::nullopt);
+  auto second = build::build_identity(fs, launcher, random, "/k", "/k/.kbuild", std::nullopt);
+  EXPECT_EQ(first->unique_id, second->unique_id);  // kept in .kbuild/unique-id
+  EXPECT_EQ(first->unique_id.size(), 13u);         // 64 random bits, base32
+  launcher.programs["git"] = "/usr/bin/git";
+  launcher.answers["git -C /k rev-parse HEAD HEAD:./"] = {
+      0, std::string(40, 'c') + "\n" + "0123456789abcdef0123456789abcdef01234567\n", ""};
+  launcher.answers["git -C /k status --porcelain --untracked-files=no --ignore-submodules=all -- ."] = {0, " M x\n",
+                                                                                                        ""};
+  auto git = build::build_identity(fs, launcher, random, "/k", "/k/.kbuild", std::nullopt);
+  ASSERT_TRUE(git);
+  EXPECT_EQ(git->unique_id, "0123456_dirty");
+  ASSERT_TRUE(git->kernel_git);
+  EXPECT_TRUE(git->kernel_git->dirty);
+}
