@@ -138,21 +138,11 @@ bool is_valid_token_text(std::string_view token) {
 
 }  // namespace
 
-Result<Config> parse_config(std::string_view text, const std::string& file) {
-  toml::table root;
-  try {
-    root = toml::parse(text, file);
-  } catch (const toml::parse_error& e) {
-    const auto& begin = e.source().begin;
-    return fail(file + ":" + std::to_string(begin.line) + ":" + std::to_string(begin.column) +
-                    ": invalid TOML: " + std::string(e.description()),
-                "see the format in tool/kbuild/server/config.hpp", ExitCode::usage);
-  }
-  Config config;
-  std::vector<std::string> errors;
-  ConfigReader reader(file, errors);
-  reader.check_keys(root, {"server", "limits", "tokens", "organizations"}, "config.toml");
+namespace {
 
+// The tables of config.toml, in the order parse_config reads them.
+
+void read_server(ConfigReader& reader, const toml::table& root, Config& config) {
   if (const toml::node* node = root.get("server")) {
     if (const toml::table* server = node->as_table()) {
       reader.check_keys(*server, {"read"}, "[server]");
@@ -168,7 +158,9 @@ Result<Config> parse_config(std::string_view text, const std::string& file) {
       reader.error(node->source(), "\"server\" must be a table");
     }
   }
+}
 
+void read_limits(ConfigReader& reader, const toml::table& root, Config& config) {
   if (const toml::node* node = root.get("limits")) {
     if (const toml::table* limits = node->as_table()) {
       reader.check_keys(*limits, {"max-lfs-object", "max-commit-body", "multipart-chunk"}, "[limits]");
@@ -179,7 +171,9 @@ Result<Config> parse_config(std::string_view text, const std::string& file) {
       reader.error(node->source(), "\"limits\" must be a table");
     }
   }
+}
 
+void read_tokens(ConfigReader& reader, const toml::table& root, Config& config) {
   std::set<std::string> seen_tokens;
   for (const toml::table* table : reader.tables(root, "tokens")) {
     reader.check_keys(*table, {"token", "user", "namespaces"}, "[[tokens]]");
@@ -207,7 +201,9 @@ Result<Config> parse_config(std::string_view text, const std::string& file) {
     entry.user = user.value_or("");
     config.tokens.push_back(std::move(entry));
   }
+}
 
+void read_organizations(ConfigReader& reader, const toml::table& root, Config& config) {
   for (const toml::table* table : reader.tables(root, "organizations")) {
     reader.check_keys(*table, {"name", "trusted-kernel-publisher"}, "[[organizations]]");
     Organization organization;
@@ -224,6 +220,29 @@ Result<Config> parse_config(std::string_view text, const std::string& file) {
     }
     config.organizations.push_back(std::move(organization));
   }
+}
+
+}  // namespace
+
+Result<Config> parse_config(std::string_view text, const std::string& file) {
+  toml::table root;
+  try {
+    root = toml::parse(text, file);
+  } catch (const toml::parse_error& e) {
+    const auto& begin = e.source().begin;
+    return fail(file + ":" + std::to_string(begin.line) + ":" + std::to_string(begin.column) +
+                    ": invalid TOML: " + std::string(e.description()),
+                "see the format in tool/kbuild/server/config.hpp", ExitCode::usage);
+  }
+  Config config;
+  std::vector<std::string> errors;
+  ConfigReader reader(file, errors);
+  reader.check_keys(root, {"server", "limits", "tokens", "organizations"}, "config.toml");
+
+  read_server(reader, root, config);
+  read_limits(reader, root, config);
+  read_tokens(reader, root, config);
+  read_organizations(reader, root, config);
 
   if (!errors.empty())
     return fail(util::join(errors, "\n"), "see the format in tool/kbuild/server/config.hpp", ExitCode::usage);

@@ -118,60 +118,47 @@ struct Listener::Impl {
       response.set_content(body, "application/json");
   }
 
-  void handle(const httplib::Request& in, httplib::Response& out, const httplib::ContentReader* reader) {
-    // cpp-httplib would apply the Range header again to what the router already cut out; the router
-    // owns ranges. The Request object is not const where it lives (Server::process_request).
-    const_cast<httplib::Request&>(in).ranges.clear();
-    bool head = in.method == "HEAD";
-    hub::HttpRequest request;
-    request.method = in.method;
-    request.url = in.target;
-    for (const auto& [name, value] : in.headers)
-      if (name != "REMOTE_ADDR" && name != "REMOTE_PORT") request.headers.set(name, value);
-
-    fs::path spool;
-    if (reader) {
-      std::uint64_t limit = limit_for(in.target);
-      if (in.has_header("Content-Length") &&
-          std::strtoull(in.get_header_value("Content-Length").c_str(), nullptr, 10) > limit) {
+  /// Reads the body of `in` into `request`, in memory or spooled to `spool`; false when it answered an
+  /// error instead (413 above the limit, 400 for an incomplete body).
+  bool collect_body(const httplib::Request& in, httplib::Response& out, const httplib::ContentReader& reader,
+                    hub::HttpRequest& request, fs::path& spool, bool head) {
+    std::uint64_t limit = limit_for(in.target);
+    if (in.has_header("Content-Length") &&
+        std::strtoull(in.get_header_value("Content-Length").c_str(), nullptr, 10) > limit) {
+      send_error(out, 413, "PayloadTooLarge",
+                 "request body larger than the server's limit of " + std::to_string(limit) + " bytes", head);
+      write_log(in, out.status, 0);
+      return false;
+    }
+    static std::atomic<std::uint64_t> counter{0};
+    spool = fs::path(options.spool_dir) /
+            ("body-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + "-" + std::to_string(now_ms()));
+    BodyCollector body(spool, limit);
+    bool complete = reader([&](const char* data, size_t size) { return body.add(data, size); });
+    bool written = body.finish();
+    if (body.too_large() || !complete || !written) {
+      std::error_code ec;
+      fs::remove(spool, ec);
+      if (body.too_large())
         send_error(out, 413, "PayloadTooLarge",
                    "request body larger than the server's limit of " + std::to_string(limit) + " bytes", head);
-        write_log(in, out.status, 0);
-        return;
-      }
-      static std::atomic<std::uint64_t> counter{0};
-      spool = fs::path(options.spool_dir) /
-              ("body-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + "-" + std::to_string(now_ms()));
-      BodyCollector body(spool, limit);
-      bool complete = (*reader)([&](const char* data, size_t size) { return body.add(data, size); });
-      bool written = body.finish();
-      if (body.too_large() || !complete || !written) {
-        std::error_code ec;
-        fs::remove(spool, ec);
-        if (body.too_large())
-          send_error(out, 413, "PayloadTooLarge",
-                     "request body larger than the server's limit of " + std::to_string(limit) + " bytes", head);
-        else
-          send_error(out, 400, "BadRequest", "incomplete request body", head);
-        write_log(in, out.status, 0);
-        return;
-      }
-      if (body.spooled()) {
-        request.body_file = spool;
-        request.body_length = body.total();
-      } else {
-        request.body = std::move(body.memory());
-      }
+      else
+        send_error(out, 400, "BadRequest", "incomplete request body", head);
+      write_log(in, out.status, 0);
+      return false;
+    }
+    if (body.spooled()) {
+      request.body_file = spool;
+      request.body_length = body.total();
     } else {
-      request.body = in.body;
+      request.body = std::move(body.memory());
     }
+    return true;
+  }
 
-    Reply reply = router->route(request, request.body_file.has_value());
-    if (request.body_file) {
-      std::error_code ec;
-      fs::remove(spool, ec);  // the router may have moved it into the blob store already
-    }
-
+  /// Copies the router's answer into `out` (a file body is streamed); returns the bytes of the body, or
+  /// nullopt when the file could not be opened and a 500 went out instead.
+  static std::optional<std::uint64_t> send_reply(httplib::Response& out, Reply& reply, bool head) {
     out.status = reply.response.status;
     std::string content_type = reply.response.headers.get("content-type").value_or("application/octet-stream");
     for (const auto& [name, value] : reply.response.headers.all()) {
@@ -188,8 +175,7 @@ struct Listener::Impl {
       if (fd < 0) {
         out.headers.clear();
         send_error(out, 500, "InternalError", "cannot open a stored file", false);
-        write_log(in, out.status, 0);
-        return;
+        return std::nullopt;
       }
       std::uint64_t base = reply.file->offset;
       bytes = reply.file->length;
@@ -206,7 +192,34 @@ struct Listener::Impl {
       bytes = reply.response.body.size();
       out.set_content(std::move(reply.response.body), content_type);
     }
-    write_log(in, out.status, bytes);
+    return bytes;
+  }
+
+  void handle(const httplib::Request& in, httplib::Response& out, const httplib::ContentReader* reader) {
+    // cpp-httplib would apply the Range header again to what the router already cut out; the router
+    // owns ranges. The Request object is not const where it lives (Server::process_request).
+    const_cast<httplib::Request&>(in).ranges.clear();
+    bool head = in.method == "HEAD";
+    hub::HttpRequest request;
+    request.method = in.method;
+    request.url = in.target;
+    for (const auto& [name, value] : in.headers)
+      if (name != "REMOTE_ADDR" && name != "REMOTE_PORT") request.headers.set(name, value);
+
+    fs::path spool;
+    if (reader) {
+      if (!collect_body(in, out, *reader, request, spool, head)) return;
+    } else {
+      request.body = in.body;
+    }
+
+    Reply reply = router->route(request, request.body_file.has_value());
+    if (request.body_file) {
+      std::error_code ec;
+      fs::remove(spool, ec);  // the router may have moved it into the blob store already
+    }
+    auto bytes = send_reply(out, reply, head);
+    write_log(in, out.status, bytes.value_or(0));
   }
 };
 

@@ -4,7 +4,8 @@
 // HttpTransport) call handle() directly.
 //
 // Endpoints ({T} = models|datasets|spaces|kernels, {P} = ""|datasets/|spaces/|kernels/, {id} =
-// namespace/name; "read" and "write" name the access check, see below):
+// namespace/name; "read" and "write" name the access check, see below). routes.cpp holds the same list
+// as the route table that dispatch walks; the handlers are in routes_*.cpp:
 //
 // clang-format off
 //   GET    /api/whoami-v2                              token  {"name","type","orgs":[{"name"}],"auth":{..}}
@@ -37,10 +38,11 @@
 // clang-format on
 //
 // Routing: the path is split on '/' and each segment is percent-decoded on its own, so "%2F" inside
-// a revision ("refs%2Fpr%2F1") or a tree path stays inside that segment. The revision is the one
-// segment after tree/, resolve/, commit/, commits/, preupload/, paths-info/ or tag/; the segments after
-// it, joined with '/', are the path in the repo. After revision/ and branch/ every remaining segment
-// belongs to the name. HEAD is answered like GET, without a body.
+// a revision ("refs%2Fpr%2F1") or a tree path stays inside that segment. After tree/ and resolve/ the
+// revision is one segment, and the segments after it, joined with '/', are the path in the repo. After
+// revision/, commit/, commits/, preupload/, paths-info/, tag/ and branch/ every remaining segment,
+// joined with '/', belongs to the revision (or branch or tag name), so "refs/pr/1" also works there
+// unencoded; POST tag/ without a revision tags main. HEAD is answered like GET, without a body.
 //
 // Revisions resolve, in order: "refs/heads/B", "refs/tags/T", "refs/pr/N"; a branch; a tag; a
 // 40-hex commit id of the repo. Commits go to branches (or refs/pr/N) only; with create_pr=1 a new
@@ -139,7 +141,7 @@ class Router {
   std::shared_ptr<const Config> config() const;
   const RouterOptions& options() const { return m_options; }
 
-  /// One request being handled (defined in router.cpp).
+  /// One request being handled (defined in handlers.hpp, private to the server module).
   struct Context;
 
  private:

@@ -1,7 +1,9 @@
 #pragma once
 // Storage of the Hub-compatible registry (`kbuild hub serve`): a content-addressed blob directory plus
-// one SQLite database, and the pure rules of the data model (names, paths, git object ids, LFS
-// pointers, the LFS-or-regular decision). The HTTP layer lives in router.hpp.
+// one SQLite database. The pure rules of the data model live in the headers included below, so that
+// includers of this header see all of them: repo names and types (repo_types.hpp), git object ids and
+// LFS pointers (object_ids.hpp), the LFS-or-regular decision (attributes.hpp); the blob directory is
+// blob_store.hpp and the SQLite wrapper metadata_db.hpp. The HTTP layer lives in router.hpp.
 //
 // On-disk layout of a registry root:
 //
@@ -47,159 +49,15 @@
 #include <string_view>
 #include <vector>
 
-#include "kbuild/hub/names.hpp"
+#include "kbuild/server/attributes.hpp"
+#include "kbuild/server/blob_store.hpp"
+#include "kbuild/server/object_ids.hpp"
+#include "kbuild/server/repo_types.hpp"
 #include "kbuild/util/result.hpp"
 
 struct sqlite3;
 
 namespace kbuild::server {
-
-// Name rules are shared with the client (hub/names.hpp).
-using hub::is_valid_namespace;
-using hub::is_valid_ref_name;
-using hub::is_valid_repo_name;
-using hub::is_valid_repo_path;
-
-// ---------------------------------------------------------------------------------------------
-// Repository types: name, API segment (/api/{plural}/...) and resolve/LFS URL prefix.
-//
-//   type     plural     url prefix
-//   model    models     ""
-//   dataset  datasets   "datasets/"
-//   space    spaces     "spaces/"
-//   kernel   kernels    "kernels/"
-
-enum class RepoType { model, dataset, space, kernel };
-
-std::string_view repo_type_name(RepoType type);
-std::string_view repo_type_plural(RepoType type);
-std::string_view repo_type_url_prefix(RepoType type);
-std::optional<RepoType> parse_repo_type(std::string_view name);
-std::optional<RepoType> parse_repo_type_plural(std::string_view plural);
-
-struct RepoId {
-  RepoType type = RepoType::model;
-  std::string ns;  ///< user or organisation
-  std::string name;
-  std::string full_name() const { return ns + "/" + name; }
-};
-
-struct Repo {
-  std::int64_t key = 0;  ///< database key
-  RepoId id;
-  bool is_private = false;
-  std::string object_id;  ///< 24 lowercase hex, stable for the repo's life
-  std::int64_t created_ms = 0;
-};
-
-// ---------------------------------------------------------------------------------------------
-// Names and paths.
-
-/// 40 lowercase hex characters (a commit id as clients recognise it).
-bool is_commit_oid(std::string_view text);
-/// 64 lowercase hex characters.
-bool is_sha256_hex(std::string_view text);
-
-// ---------------------------------------------------------------------------------------------
-// Files, git object ids and LFS pointers.
-
-/// Files at or above this size are stored with LFS (§10.2 of docs/hub-api: 10 MiB).
-inline constexpr std::uint64_t k_lfs_size_threshold = 10ull * 1024 * 1024;
-
-struct FileEntry {
-  std::string path;
-  std::uint64_t size = 0;  ///< content size (also for LFS files)
-  std::string sha256;      ///< of the content; names the blob
-  std::string blob_id;     ///< git blob id of the content, or of the LFS pointer when `lfs`
-  bool lfs = false;
-};
-
-/// A commit's complete file list, by path.
-using FileMap = std::map<std::string, FileEntry>;
-
-/// The git-lfs pointer text, exactly:
-///   "version https://git-lfs.github.com/spec/v1\n" "oid sha256:<64 hex>\n" "size <decimal>\n"
-std::string lfs_pointer(std::string_view sha256, std::uint64_t size);
-/// Entry for content stored as a regular git blob.
-FileEntry regular_entry(std::string path, std::string_view content);
-/// Entry for content stored with LFS (blob_id is the id of the pointer).
-FileEntry lfs_entry(std::string path, std::string sha256, std::uint64_t size);
-
-/// Git tree ids of every directory of `files`: "" for the root, "a/b" for subdirectories. Trees are
-/// real git tree objects (mode 100644 for files, 40000 for trees, entries in git order).
-std::map<std::string, std::string> tree_ids(const FileMap& files);
-
-struct Commit {
-  std::string oid;
-  std::string parent;  ///< "" for a repo's first commit
-  std::string tree;
-  std::string title;
-  std::string message;
-  std::string author;
-  std::int64_t time_ms = 0;
-};
-
-/// The id of a commit: the SHA-1 of a git commit object built from tree, parent, author, time
-/// (seconds, UTC), title and message:
-///   "tree <tree>\n" ["parent <parent>\n"] "author <a> <<a>@users.noreply.kbuild> <secs> +0000\n"
-///   "committer <same>\n" "\n" "<title>\n" ["\n<message>\n"]
-std::string commit_oid(const Commit& commit);
-
-/// "2024-05-01T12:00:00.000Z"
-std::string iso8601(std::int64_t time_ms);
-
-// ---------------------------------------------------------------------------------------------
-// The LFS-or-regular rule.
-
-/// Git wildmatch of one pattern against a '/'-separated path: '*' and '?' stay inside a component,
-/// "[...]" classes ("!" or "^" negates), '\' escapes, and "**" as a whole component matches any number
-/// of components ("**/x", "a/**/b", "a/**").
-bool wildmatch(std::string_view pattern, std::string_view path);
-
-/// The filter=lfs rules of a .gitattributes file. A pattern without '/' matches the basename at any
-/// depth; one with '/' matches the whole path (a leading '/' is ignored). Later lines win;
-/// "-filter", "!filter" and "filter=<other>" turn LFS off again.
-class GitAttributes {
- public:
-  GitAttributes() = default;
-  explicit GitAttributes(std::string_view text);
-  bool is_lfs(std::string_view path) const;
-
- private:
-  struct Rule {
-    std::string pattern;
-    bool lfs = false;
-  };
-  std::vector<Rule> m_rules;
-};
-
-/// The .gitignore rules of a repo's root: "#" comments, "!" re-includes, a trailing '/' only matches
-/// directories, a '/' elsewhere anchors the pattern at the root; a file inside an ignored directory
-/// is ignored.
-class GitIgnore {
- public:
-  GitIgnore() = default;
-  explicit GitIgnore(std::string_view text);
-  bool is_ignored(std::string_view path) const;
-
- private:
-  struct Rule {
-    std::string pattern;
-    bool negated = false;
-    bool directory_only = false;
-    bool anchored = false;
-  };
-  std::optional<bool> match(std::string_view path, bool is_directory) const;
-  std::vector<Rule> m_rules;
-};
-
-/// Whether a file goes to LFS: never when empty; otherwise when its path matches a filter=lfs
-/// pattern, when the first 512 bytes (`sample`) hold a NUL byte, or when it is at least
-/// k_lfs_size_threshold bytes.
-bool use_lfs(const GitAttributes& attributes, std::string_view path, std::uint64_t size, std::string_view sample);
-
-/// The .gitattributes of a new repo: the Hub's default list of binary formats stored with LFS.
-std::string_view default_gitattributes();
 
 // ---------------------------------------------------------------------------------------------
 // Refs.
@@ -243,9 +101,6 @@ struct PendingUpload {
   std::uint64_t chunk_size = 0;  ///< 0: one PUT; otherwise parts of this size (the last one shorter)
   std::int64_t expires_ms = 0;
 };
-
-/// Result of checking uploaded bytes against the announced oid and size.
-enum class BlobCheck { ok, wrong_size, wrong_hash };
 
 class Store {
  public:
@@ -294,7 +149,7 @@ class Store {
   Result<std::pair<int, Commit>> commit_pull_request(std::int64_t repo, std::string_view parent,
                                                      const CommitRequest& request);
 
-  // --- blobs ---
+  // --- blobs (blob_store.hpp) ---
   std::filesystem::path blob_path(std::string_view sha256) const;
   /// Size of a stored blob; nullopt when absent.
   std::optional<std::uint64_t> blob_size(std::string_view sha256) const;
@@ -321,12 +176,13 @@ class Store {
   void fail_next_commit_for_testing() { m_fail_next_commit = true; }
 
  private:
-  Store(std::filesystem::path root, sqlite3* db) : m_root(std::move(root)), m_db(db) {}
+  Store(std::filesystem::path root, sqlite3* db) : m_root(std::move(root)), m_db(db), m_blobs(m_root) {}
   Result<void> init_schema();
   Result<Commit> insert_commit(std::int64_t repo, std::string_view parent, const CommitRequest& request);
 
   std::filesystem::path m_root;
   sqlite3* m_db = nullptr;
+  BlobStore m_blobs;
   std::mutex m_mutex;
   bool m_fail_next_commit = false;
 };
