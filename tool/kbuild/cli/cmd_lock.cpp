@@ -99,10 +99,8 @@ Result<ExitCode> run_lock(const LockCliOptions& options, Services& services) {
   request.options.trusted.insert(options.trust.begin(), options.trust.end());
   const bool show_progress =
       !options.json && !options.quiet && (options.verbose || is_smart_terminal(stderr, services.env));
-  if (show_progress)
-    request.options.progress = [](const std::string& line) { util::log::info(line); };
-  if (!options.quiet)
-    request.options.warn = [](const std::string& line) { util::log::warn(line); };
+  if (show_progress) request.options.progress = [](const std::string& line) { util::log::info(line); };
+  if (!options.quiet) request.options.warn = [](const std::string& line) { util::log::warn(line); };
   request.diagnostics = print_diagnostics;
 
   HubSession hub = open_hub(services.fs, services.env, options.endpoint, options.verbose);
@@ -111,8 +109,7 @@ Result<ExitCode> run_lock(const LockCliOptions& options, Services& services) {
   for (const auto& repo : request.options.upgrade) {
     bool known = std::any_of(outcome.lock.dependencies.begin(), outcome.lock.dependencies.end(),
                              [&](const auto& d) { return d.entry.dependency.repo_id == repo; });
-    if (!known && !options.quiet)
-      util::log::warn("--upgrade=" + repo + " names no locked dependency");
+    if (!known && !options.quiet) util::log::warn("--upgrade=" + repo + " names no locked dependency");
   }
 
   if (options.json) {

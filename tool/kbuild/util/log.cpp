@@ -130,7 +130,9 @@ void write(Level level, std::string_view message) {
     capture = state().capture;
   }
   if (capture) return capture(level, line);
-  const char* prefix = level == Level::warn ? "kbuild: warning: " : level == Level::error ? "kbuild: error: " : "kbuild: ";
+  const char* prefix = level == Level::warn    ? "kbuild: warning: "
+                       : level == Level::error ? "kbuild: error: "
+                                               : "kbuild: ";
   stderr_logger()->log(to_spdlog(level), "{}{}", line.starts_with("kbuild: ") ? "" : prefix, line);
 }
 
