@@ -90,221 +90,257 @@ std::vector<std::string> variant_cuda_archs(const config::KernelConfig& config, 
 
 namespace {
 
-Result<void> plan_compiled_variant(const PlanRequest& request, const VariantBuild& build, size_t generate_job,
-                                   JobGraph& graph) {
-  const config::KernelConfig& config = *request.config;
-  const Variant& variant = build.variant;
-  const toolchain::Toolchain& tc = *build.toolchain;
-  const std::string name = variant.name();
-  const std::string ops = ops_id(config.general.python_name(), variant.backend, request.unique_id);
-  const fs::path work = request.work_dir / name;
-  const std::string identity = tc.identity();
-  const VariantFlags flags = variant_flags(request, variant, tc, ops);
-  std::vector<std::pair<std::string, fs::path>> roots = {
-      {"$K", request.kernel_dir}, {"$W", request.work_dir}, {"$TORCH", tc.torch.root}, {"$PY", tc.python.include_dir}};
-  if (tc.cuda) roots.push_back({"$CUDA", tc.cuda->root});
-  const std::string cxx_identity = "g++ " + tc.cxx.version + " " + tc.cxx.machine;
-  const std::string nvcc_identity = tc.cuda ? "nvcc " + tc.cuda->version.str() + " | " + cxx_identity : "";
-  const std::string std_flag = "-std=" + toolchain::cxx_standard_for(tc.torch.version);
-  const fs::path generated = request.work_dir / "generated";
+// One translation unit of a variant.
+struct Unit {
+  std::string source;  ///< relative to the kernel directory, or absolute for generated sources
+  std::vector<std::string> includes;
+  std::vector<std::string> cxx_flags;
+  std::vector<std::string> cuda_flags;
+  std::vector<std::string> archs;
+  bool binding = false;     ///< [torch].src and generated sources: see registration.h
+  bool uses_torch = false;  ///< binding sources, and components that depend on "torch"
+};
 
-  if (variant.backend == config::Backend::cuda && !tc.cuda)
-    return fail("variant " + name + " needs a CUDA toolkit", "install CUDA or set CUDA_HOME", ExitCode::toolchain);
-
-  auto components = enabled_components(config, variant.backend, &tc);
-  for (const auto* component : components)
-    for (const auto& dep : component->depends)
-      if (dep != "torch")
-        return fail("kernel." + component->name + " depends on \"" + dep + "\", which kbuild cannot provide yet",
-                    "only the \"torch\" dependency is supported; see docs/build-toml.md", ExitCode::usage);
-
-  struct Unit {
-    std::string source;  ///< relative to the kernel directory, or absolute for generated sources
-    std::vector<std::string> includes;
-    std::vector<std::string> cxx_flags;
-    std::vector<std::string> cuda_flags;
-    std::vector<std::string> archs;
-    std::string owner;
-    bool binding = false;
-    bool uses_torch = false;  ///< binding sources, and components that depend on "torch"
-  };
-  // Translation units that cannot see Torch (components without the "torch" dependency) use one
-  // C++ standard for every Torch version, so their objects are shared across the matrix.
-  const std::string torch_free_std = "-std=c++20";
-  std::vector<Unit> units;
-  for (const auto& src : config.torch.src)
-    if (compile_kind(src))
-      units.push_back({src, config.torch.include, config.torch.cxx_flags, {}, {}, "torch", true, true});
-  // See templates/torch/glibc_compat.cpp: keeps the library loadable on glibc 2.28.
-  units.push_back({(generated / "glibc_compat.cpp").string(), {}, {}, {}, {}, "kbuild", true, false});
-  for (const auto* component : components) {
-    std::vector<std::string> archs;
-    if (variant.backend == config::Backend::cuda)
-      archs = effective_cuda_capabilities(component->cuda_capabilities, tc.cuda->version);
-    if (variant.backend == config::Backend::cuda && archs.empty())
-      return fail("kernel." + component->name + ": none of its cuda-capabilities can be built with CUDA " +
-                      tc.cuda->version.major_minor(),
-                  "supported: " + util::join(default_cuda_capabilities(tc.cuda->version), ", "), ExitCode::usage);
-    for (const auto& src : component->src)
-      if (compile_kind(src))
-        units.push_back(
-            {src, component->include, component->cxx_flags, component->cuda_flags, archs, "kernel." + component->name,
-             false,
-             std::find(component->depends.begin(), component->depends.end(), "torch") != component->depends.end()});
-  }
-  // The same source listed by two components is compiled once.
-  std::set<std::string> seen;
-  std::vector<fs::path> objects;
-  std::vector<size_t> object_jobs;
-  for (const auto& unit : units) {
-    if (!seen.insert(unit.source).second) continue;
-    JobKind kind = *compile_kind(unit.source);
-    const bool generated_source = fs::path(unit.source).is_absolute();
-    const std::string object_name =
-        generated_source ? "generated/" + fs::path(unit.source).filename().string() : unit.source;
-    const fs::path source_path = generated_source ? fs::path(unit.source) : request.kernel_dir / unit.source;
-    fs::path object = work / object_path_for(object_name);
-    fs::path temp = object.string() + ".tmp";
-    fs::path depfile = object.string() + ".d";
-    std::vector<std::string> argv;
-    std::vector<std::string> run_args;  // see Job::run_args
-    std::vector<std::string> user_includes;
-    for (const auto& inc : unit.includes) user_includes.push_back("-I" + (request.kernel_dir / inc).string());
-    if (unit.binding) user_includes.push_back("-I" + generated.string());
-    if (kind == JobKind::compile_cxx) {
-      argv.push_back(tc.cxx.cxx.string());
-      for (const char* flag : {"-O3", "-fPIC", "-fvisibility=hidden", "-fno-gnu-unique"}) argv.push_back(flag);
-      argv.push_back(unit.uses_torch ? std_flag : torch_free_std);
-      argv.insert(argv.end(), flags.defines.begin(), flags.defines.end());
-      argv.insert(argv.end(), user_includes.begin(), user_includes.end());
-      for (const auto& dir : flags.system_includes) {
-        argv.push_back("-isystem");
-        argv.push_back(dir);
-      }
-      argv.insert(argv.end(), flags.prefix_maps.begin(), flags.prefix_maps.end());
-      if (tc.torch.openmp && unit.uses_torch) argv.push_back("-fopenmp");
-      argv.insert(argv.end(), unit.cxx_flags.begin(), unit.cxx_flags.end());
-    } else {
-      argv.push_back(tc.cuda->nvcc.string());
-      argv.push_back("-ccbin");
-      argv.push_back(tc.cxx.cxx.string());
-      // Intermediates named after the object instead of a pid-numbered temporary: the name ends up
-      // in the object's symbol table, and reproducible builds need it fixed (nvcc >= 12.4).
-      if (tc.cuda->version >= util::Version({12, 4})) argv.push_back("-objtemp");
-      argv.push_back("-O3");
-      argv.push_back(unit.uses_torch ? std_flag : torch_free_std);
-      std::string xcompiler = "-Xcompiler=-fPIC,-fvisibility=hidden,-fno-gnu-unique";
-      for (const auto& map : flags.prefix_maps) xcompiler += "," + map;
-      argv.push_back(xcompiler);
-      argv.insert(argv.end(), flags.defines.begin(), flags.defines.end());
-      argv.insert(argv.end(), user_includes.begin(), user_includes.end());
-      for (const auto& dir : flags.system_includes) {
-        argv.push_back("-isystem");
-        argv.push_back(dir);
-      }
-      auto gencode = gencode_flags(unit.archs);
-      argv.insert(argv.end(), gencode.begin(), gencode.end());
-      if (request.nvcc_threads > 0)
-        run_args = {"--threads", std::to_string(std::min<size_t>(request.nvcc_threads, unit.archs.size()))};
-      for (const auto& flag : unit.cxx_flags) argv.push_back("-Xcompiler=" + flag);
-      argv.insert(argv.end(), unit.cuda_flags.begin(), unit.cuda_flags.end());
-    }
-    for (const char* flag : {"-MD", "-MF"}) argv.push_back(flag);
-    argv.push_back(depfile.string());
-    argv.push_back("-c");
-    argv.push_back(source_path.string());
-    argv.push_back("-o");
-    argv.push_back(temp.string());
-
-    Job job;
-    job.id = name + "/compile/" + object_name;
-    job.description = std::string(to_string(kind)) + " " + object_name + "  [" + name + "]";
-    job.variant = name;
-    job.kind = kind;
-    job.argv = argv;
-    job.run_args = run_args;
-    job.inputs = {source_path};
-    job.outputs = {object};
-    job.temp_output = temp;
-    job.depfile = depfile;
-    if (unit.binding) job.deps.push_back(generate_job);
-    job.key = hash_key({"compile-v1", util::shell_join(argv), identity});
-    job.cacheable = true;
-    job.tool_identity = kind == JobKind::compile_cuda ? nvcc_identity : cxx_identity;
-    job.path_roots = roots;
-    objects.push_back(object);
-    object_jobs.push_back(graph.add(std::move(job)));
-  }
-  if (objects.empty())
-    return fail("variant " + name + " has no translation units to compile",
-                "list .cpp or .cu files in [torch].src or a [kernel.*] component", ExitCode::usage);
-
-  // Link.
-  fs::path library = work / (ops + ".abi3.so");
-  fs::path library_temp = library.string() + ".tmp";
-  std::vector<std::string> link = {tc.cxx.cxx.string(), "-shared", "-o", library_temp.string()};
-  for (const auto& object : objects) link.push_back(object.string());
-  if (tc.torch.openmp) link.push_back("-fopenmp");  // libgomp: Torch's own copy is loaded at run time
-  link.push_back("-L" + tc.torch.lib_dir().string());
-  link.push_back("-Wl,--as-needed");
-  for (const char* lib : {"-lc10", "-ltorch", "-ltorch_cpu"}) link.push_back(lib);
-  if (variant.backend == config::Backend::cuda) {
-    link.push_back("-lc10_cuda");
-    link.push_back("-ltorch_cuda");
-    link.push_back("-L" + tc.cuda->lib_dir.string());
-    link.push_back("-lcudart");
-  }
-  // The C++ runtime must be the shared one Torch uses: an exception thrown by the kernel is caught
-  // by Torch, which needs a single copy of the unwinder state. g++ silently falls back to
-  // libstdc++.a where the unversioned libstdc++.so development link is missing.
-  link.push_back("-l:libstdc++.so.6");
-  for (const char* flag : {"-Wl,--no-as-needed", "-Wl,-O1", "-Wl,-z,noexecstack", "-Wl,--build-id=sha1"})
-    link.push_back(flag);
-  Job link_job;
-  link_job.id = name + "/link";
-  link_job.description = "LINK " + ops + ".abi3.so  [" + name + "]";
-  link_job.variant = name;
-  link_job.kind = JobKind::link;
-  link_job.argv = link;
-  link_job.inputs = objects;
-  link_job.outputs = {library};
-  link_job.temp_output = library_temp;
-  link_job.deps = object_jobs;
-  link_job.key = hash_key({"link-v1", util::shell_join(link), identity});
-  link_job.cacheable = true;
-  link_job.tool_identity =
-      cxx_identity + " | torch " + tc.torch.version_string + " " + tc.torch.git_version +
-      (variant.backend == config::Backend::cuda ? " | cudart " + tc.cuda->version.major_minor() : "");
-  link_job.path_roots = roots;
-  size_t link_index = graph.add(std::move(link_job));
-
-  // Install.
-  layout::InstallSpec spec;
-  spec.variant_dir = request.output_dir / name;
-  spec.package_dir = request.kernel_dir / "torch-ext" / config.general.python_name();
-  spec.python_files = layout::select_python_files(request.package_files, config.torch.pyext, false);
-  spec.library = library;
-  KB_TRY_ASSIGN(spec.ops_py, layout::render_template("torch/_ops.py.in", {{"OPS_NAME", ops}}));
-  spec.metadata = layout::metadata_for(config, variant.backend, ops);
-  if (variant.backend == config::Backend::cuda) spec.metadata.archs = variant_cuda_archs(config, tc.cuda->version);
-  spec.metadata.builder_version = request.builder_version;
-  spec.metadata.kernel = request.kernel_git;
-
+// The install job of a variant (compiled or noarch), after `deps` (the link, for compiled ones).
+Job install_job(const std::string& name, const layout::InstallSpec& spec, std::vector<size_t> deps) {
   Job install;
   install.id = name + "/install";
   install.description = "INSTALL build/" + name;
   install.variant = name;
   install.kind = JobKind::install;
-  install.inputs.push_back(library);
+  if (spec.library) install.inputs.push_back(*spec.library);
   for (const auto& rel : spec.python_files) install.inputs.push_back(spec.package_dir / rel);
   for (const auto& [rel, entry] : layout::variant_files(spec).files) install.outputs.push_back(spec.variant_dir / rel);
   install.outputs.push_back(spec.variant_dir / "metadata.json");
-  install.deps = {link_index};
+  install.deps = std::move(deps);
   install.key = hash_key({"install-v1", spec.ops_py, spec.metadata.to_json(), util::join(spec.python_files, "\n")});
   install.action = InstallVariant{spec};
-  graph.add(std::move(install));
-  return {};
+  return install;
 }
+
+// Plans the compile, link and install jobs of one compiled (arch) variant.
+class CompiledVariantPlanner {
+ public:
+  CompiledVariantPlanner(const PlanRequest& request, const VariantBuild& build, size_t generate_job)
+      : m_request(request),
+        m_config(*request.config),
+        m_variant(build.variant),
+        m_tc(*build.toolchain),
+        m_name(build.variant.name()),
+        m_ops(ops_id(m_config.general.python_name(), build.variant.backend, request.unique_id)),
+        m_work(request.work_dir / m_name),
+        m_generated(request.work_dir / "generated"),
+        m_generate_job(generate_job),
+        m_flags(variant_flags(request, build.variant, *build.toolchain, m_ops)),
+        m_cxx_identity("g++ " + m_tc.cxx.version + " " + m_tc.cxx.machine) {
+    m_roots = {{"$K", request.kernel_dir},
+               {"$W", request.work_dir},
+               {"$TORCH", m_tc.torch.root},
+               {"$PY", m_tc.python.include_dir}};
+    if (m_tc.cuda) m_roots.push_back({"$CUDA", m_tc.cuda->root});
+  }
+
+  Result<void> plan(JobGraph& graph) {
+    if (m_variant.backend == config::Backend::cuda && !m_tc.cuda)
+      return fail("variant " + m_name + " needs a CUDA toolkit", "install CUDA or set CUDA_HOME", ExitCode::toolchain);
+    KB_TRY_ASSIGN(auto units, collect_units());
+    std::set<std::string> seen;  // the same source listed by two components is compiled once
+    for (const auto& unit : units)
+      if (seen.insert(unit.source).second) add_compile_job(unit, graph);
+    if (m_objects.empty())
+      return fail("variant " + m_name + " has no translation units to compile",
+                  "list .cpp or .cu files in [torch].src or a [kernel.*] component", ExitCode::usage);
+    size_t link = add_link_job(graph);
+    KB_TRY_ASSIGN(layout::InstallSpec spec, install_spec());
+    graph.add(install_job(m_name, spec, {link}));
+    return {};
+  }
+
+ private:
+  Result<std::vector<Unit>> collect_units() const {
+    auto components = enabled_components(m_config, m_variant.backend, &m_tc);
+    for (const auto* component : components)
+      for (const auto& dep : component->depends)
+        if (dep != "torch")
+          return fail("kernel." + component->name + " depends on \"" + dep + "\", which kbuild cannot provide yet",
+                      "only the \"torch\" dependency is supported; see docs/build-toml.md", ExitCode::usage);
+    std::vector<Unit> units;
+    for (const auto& src : m_config.torch.src)
+      if (compile_kind(src))
+        units.push_back({src, m_config.torch.include, m_config.torch.cxx_flags, {}, {}, true, true});
+    // See templates/torch/glibc_compat.cpp: keeps the library loadable on glibc 2.28.
+    units.push_back({(m_generated / "glibc_compat.cpp").string(), {}, {}, {}, {}, true, false});
+    for (const auto* component : components) {
+      std::vector<std::string> archs;
+      if (m_variant.backend == config::Backend::cuda) {
+        archs = effective_cuda_capabilities(component->cuda_capabilities, m_tc.cuda->version);
+        if (archs.empty())
+          return fail("kernel." + component->name + ": none of its cuda-capabilities can be built with CUDA " +
+                          m_tc.cuda->version.major_minor(),
+                      "supported: " + util::join(default_cuda_capabilities(m_tc.cuda->version), ", "), ExitCode::usage);
+      }
+      bool uses_torch =
+          std::find(component->depends.begin(), component->depends.end(), "torch") != component->depends.end();
+      for (const auto& src : component->src)
+        if (compile_kind(src))
+          units.push_back(
+              {src, component->include, component->cxx_flags, component->cuda_flags, archs, false, uses_torch});
+    }
+    return units;
+  }
+
+  // Translation units that cannot see Torch (components without the "torch" dependency) use one
+  // C++ standard for every Torch version, so their objects are shared across the matrix.
+  std::string std_flag(const Unit& unit) const {
+    return unit.uses_torch ? "-std=" + toolchain::cxx_standard_for(m_tc.torch.version) : "-std=c++20";
+  }
+
+  void add_includes(const Unit& unit, std::vector<std::string>& argv) const {
+    argv.insert(argv.end(), m_flags.defines.begin(), m_flags.defines.end());
+    for (const auto& inc : unit.includes) argv.push_back("-I" + (m_request.kernel_dir / inc).string());
+    if (unit.binding) argv.push_back("-I" + m_generated.string());
+    for (const auto& dir : m_flags.system_includes) {
+      argv.push_back("-isystem");
+      argv.push_back(dir);
+    }
+  }
+
+  std::vector<std::string> host_compile(const Unit& unit) const {
+    std::vector<std::string> argv = {m_tc.cxx.cxx.string(), "-O3",         "-fPIC", "-fvisibility=hidden",
+                                     "-fno-gnu-unique",     std_flag(unit)};
+    add_includes(unit, argv);
+    argv.insert(argv.end(), m_flags.prefix_maps.begin(), m_flags.prefix_maps.end());
+    if (m_tc.torch.openmp && unit.uses_torch) argv.push_back("-fopenmp");
+    argv.insert(argv.end(), unit.cxx_flags.begin(), unit.cxx_flags.end());
+    return argv;
+  }
+
+  std::vector<std::string> cuda_compile(const Unit& unit) const {
+    std::vector<std::string> argv = {m_tc.cuda->nvcc.string(), "-ccbin", m_tc.cxx.cxx.string()};
+    // Intermediates named after the object instead of a pid-numbered temporary: the name ends up
+    // in the object's symbol table, and reproducible builds need it fixed (nvcc >= 12.4).
+    if (m_tc.cuda->version >= util::Version({12, 4})) argv.push_back("-objtemp");
+    argv.push_back("-O3");
+    argv.push_back(std_flag(unit));
+    std::string xcompiler = "-Xcompiler=-fPIC,-fvisibility=hidden,-fno-gnu-unique";
+    for (const auto& map : m_flags.prefix_maps) xcompiler += "," + map;
+    argv.push_back(xcompiler);
+    add_includes(unit, argv);
+    auto gencode = gencode_flags(unit.archs);
+    argv.insert(argv.end(), gencode.begin(), gencode.end());
+    for (const auto& flag : unit.cxx_flags) argv.push_back("-Xcompiler=" + flag);
+    argv.insert(argv.end(), unit.cuda_flags.begin(), unit.cuda_flags.end());
+    return argv;
+  }
+
+  void add_compile_job(const Unit& unit, JobGraph& graph) {
+    JobKind kind = *compile_kind(unit.source);
+    const bool generated_source = fs::path(unit.source).is_absolute();
+    const std::string object_name =
+        generated_source ? "generated/" + fs::path(unit.source).filename().string() : unit.source;
+    const fs::path source_path = generated_source ? fs::path(unit.source) : m_request.kernel_dir / unit.source;
+    fs::path object = m_work / object_path_for(object_name);
+    fs::path temp = object.string() + ".tmp";
+    fs::path depfile = object.string() + ".d";
+    Job job;
+    job.argv = kind == JobKind::compile_cxx ? host_compile(unit) : cuda_compile(unit);
+    if (kind == JobKind::compile_cuda && m_request.nvcc_threads > 0)
+      job.run_args = {"--threads", std::to_string(std::min<size_t>(m_request.nvcc_threads, unit.archs.size()))};
+    for (const std::string& arg : {std::string("-MD"), std::string("-MF"), depfile.string(), std::string("-c"),
+                                   source_path.string(), std::string("-o"), temp.string()})
+      job.argv.push_back(arg);
+    job.id = m_name + "/compile/" + object_name;
+    job.description = std::string(to_string(kind)) + " " + object_name + "  [" + m_name + "]";
+    job.variant = m_name;
+    job.kind = kind;
+    job.inputs = {source_path};
+    job.outputs = {object};
+    job.temp_output = temp;
+    job.depfile = depfile;
+    if (unit.binding) job.deps.push_back(m_generate_job);
+    job.key = hash_key({"compile-v1", util::shell_join(job.argv), m_tc.identity()});
+    job.cacheable = true;
+    job.tool_identity =
+        kind == JobKind::compile_cuda ? "nvcc " + m_tc.cuda->version.str() + " | " + m_cxx_identity : m_cxx_identity;
+    job.path_roots = m_roots;
+    m_objects.push_back(object);
+    m_object_jobs.push_back(graph.add(std::move(job)));
+  }
+
+  fs::path library() const { return m_work / (m_ops + ".abi3.so"); }
+
+  std::vector<std::string> link_command(const fs::path& output) const {
+    const bool cuda = m_variant.backend == config::Backend::cuda;
+    std::vector<std::string> link = {m_tc.cxx.cxx.string(), "-shared", "-o", output.string()};
+    for (const auto& object : m_objects) link.push_back(object.string());
+    if (m_tc.torch.openmp) link.push_back("-fopenmp");  // libgomp: Torch's own copy is loaded at run time
+    link.push_back("-L" + m_tc.torch.lib_dir().string());
+    link.push_back("-Wl,--as-needed");
+    for (const char* lib : {"-lc10", "-ltorch", "-ltorch_cpu"}) link.push_back(lib);
+    if (cuda)
+      for (const std::string& arg : {std::string("-lc10_cuda"), std::string("-ltorch_cuda"),
+                                     "-L" + m_tc.cuda->lib_dir.string(), std::string("-lcudart")})
+        link.push_back(arg);
+    // The C++ runtime must be the shared one Torch uses: an exception thrown by the kernel is caught
+    // by Torch, which needs a single copy of the unwinder state. g++ silently falls back to
+    // libstdc++.a where the unversioned libstdc++.so development link is missing.
+    link.push_back("-l:libstdc++.so.6");
+    for (const char* flag : {"-Wl,--no-as-needed", "-Wl,-O1", "-Wl,-z,noexecstack", "-Wl,--build-id=sha1"})
+      link.push_back(flag);
+    return link;
+  }
+
+  size_t add_link_job(JobGraph& graph) {
+    fs::path temp = library().string() + ".tmp";
+    Job link;
+    link.id = m_name + "/link";
+    link.description = "LINK " + m_ops + ".abi3.so  [" + m_name + "]";
+    link.variant = m_name;
+    link.kind = JobKind::link;
+    link.argv = link_command(temp);
+    link.inputs = m_objects;
+    link.outputs = {library()};
+    link.temp_output = temp;
+    link.deps = m_object_jobs;
+    link.key = hash_key({"link-v1", util::shell_join(link.argv), m_tc.identity()});
+    link.cacheable = true;
+    link.tool_identity =
+        m_cxx_identity + " | torch " + m_tc.torch.version_string + " " + m_tc.torch.git_version +
+        (m_variant.backend == config::Backend::cuda ? " | cudart " + m_tc.cuda->version.major_minor() : "");
+    link.path_roots = m_roots;
+    return graph.add(std::move(link));
+  }
+
+  Result<layout::InstallSpec> install_spec() const {
+    layout::InstallSpec spec;
+    spec.variant_dir = m_request.output_dir / m_name;
+    spec.package_dir = m_request.kernel_dir / "torch-ext" / m_config.general.python_name();
+    spec.python_files = layout::select_python_files(m_request.package_files, m_config.torch.pyext, false);
+    spec.library = library();
+    KB_TRY_ASSIGN(spec.ops_py, layout::render_template("torch/_ops.py.in", {{"OPS_NAME", m_ops}}));
+    spec.metadata = layout::metadata_for(m_config, m_variant.backend, m_ops);
+    if (m_variant.backend == config::Backend::cuda)
+      spec.metadata.archs = variant_cuda_archs(m_config, m_tc.cuda->version);
+    spec.metadata.builder_version = m_request.builder_version;
+    spec.metadata.kernel = m_request.kernel_git;
+    return spec;
+  }
+
+  const PlanRequest& m_request;
+  const config::KernelConfig& m_config;
+  const Variant& m_variant;
+  const toolchain::Toolchain& m_tc;
+  const std::string m_name;
+  const std::string m_ops;
+  const fs::path m_work;
+  const fs::path m_generated;
+  const size_t m_generate_job;
+  const VariantFlags m_flags;
+  const std::string m_cxx_identity;
+  std::vector<std::pair<std::string, fs::path>> m_roots;
+  std::vector<fs::path> m_objects;
+  std::vector<size_t> m_object_jobs;
+};
 
 Result<void> plan_noarch_variant(const PlanRequest& request, const VariantBuild& build, JobGraph& graph) {
   const config::KernelConfig& config = *request.config;
@@ -323,17 +359,7 @@ Result<void> plan_noarch_variant(const PlanRequest& request, const VariantBuild&
   if (backend == config::Backend::rocm) spec.metadata.archs = config.noarch.rocm_archs;
   spec.metadata.builder_version = request.builder_version;
   spec.metadata.kernel = request.kernel_git;
-  Job install;
-  install.id = name + "/install";
-  install.description = "INSTALL build/" + name;
-  install.variant = name;
-  install.kind = JobKind::install;
-  for (const auto& rel : spec.python_files) install.inputs.push_back(spec.package_dir / rel);
-  for (const auto& [rel, entry] : layout::variant_files(spec).files) install.outputs.push_back(spec.variant_dir / rel);
-  install.outputs.push_back(spec.variant_dir / "metadata.json");
-  install.key = hash_key({"install-v1", spec.ops_py, spec.metadata.to_json(), util::join(spec.python_files, "\n")});
-  install.action = InstallVariant{spec};
-  graph.add(std::move(install));
+  graph.add(install_job(name, spec, {}));
   return {};
 }
 
@@ -363,7 +389,7 @@ Result<JobGraph> plan_build(const PlanRequest& request) {
       KB_TRY(plan_noarch_variant(request, build, graph));
     } else {
       if (!build.toolchain) return fail("internal error: variant " + build.variant.name() + " has no toolchain");
-      KB_TRY(plan_compiled_variant(request, build, generate_job, graph));
+      KB_TRY(CompiledVariantPlanner(request, build, generate_job).plan(graph));
     }
   }
   KB_TRY(graph.validate());
