@@ -1,0 +1,101 @@
+#include <algorithm>
+
+#include "kbuild/config/build_toml_parser.hpp"
+#include "kbuild/util/strings.hpp"
+
+namespace kbuild::config::detail {
+
+std::optional<std::string> TableReader::string(std::string_view key, bool required) {
+  const toml::node* node = take(key);
+  if (!node) {
+    if (required) missing(key, "\"...\"");
+    return std::nullopt;
+  }
+  if (auto value = node->value<std::string>(); node->is_string()) return *value;
+  m_parser.error(m_parser.at(node), m_name + "." + std::string(key) + " must be a string");
+  return std::nullopt;
+}
+
+std::optional<std::int64_t> TableReader::integer(std::string_view key, bool required) {
+  const toml::node* node = take(key);
+  if (!node) {
+    if (required) missing(key, "1", key == "version");
+    return std::nullopt;
+  }
+  if (node->is_integer()) return node->value<std::int64_t>();
+  m_parser.error(m_parser.at(node), m_name + "." + std::string(key) + " must be an integer");
+  return std::nullopt;
+}
+
+std::optional<std::vector<std::string>> TableReader::strings(std::string_view key, bool required,
+                                                             const char* path_kind) {
+  const toml::node* node = take(key);
+  if (!node) {
+    if (required) missing(key, "[]");
+    return std::nullopt;
+  }
+  const toml::array* array = node->as_array();
+  if (!array) {
+    m_parser.error(m_parser.at(node), m_name + "." + std::string(key) + " must be an array of strings",
+                   "write it as " + std::string(key) + " = [\"...\"]");
+    return std::nullopt;
+  }
+  std::vector<std::string> out;
+  bool ok = true;
+  for (size_t i = 0; i < array->size(); ++i) {
+    const toml::node& element = *array->get(i);
+    if (!element.is_string()) {
+      m_parser.error(m_parser.at(&element),
+                     m_name + "." + std::string(key) + "[" + std::to_string(i) + "] must be a string");
+      ok = false;
+      continue;
+    }
+    out.push_back(*element.value<std::string>());
+    if (path_kind) m_parser.record_path(m_name + "." + std::string(key) + "[" + std::to_string(i) + "]", element);
+  }
+  if (!ok) return std::nullopt;
+  return out;
+}
+
+std::optional<util::Version> TableReader::version(std::string_view key) {
+  const toml::node* node = take(key);
+  if (!node) return std::nullopt;
+  if (!node->is_string()) {
+    m_parser.error(m_parser.at(node), m_name + "." + std::string(key) + " must be a version string",
+                   "write it as " + std::string(key) + " = \"2.11\"");
+    return std::nullopt;
+  }
+  auto parsed = util::Version::parse(*node->value<std::string>());
+  if (!parsed)
+    m_parser.error(m_parser.at(node),
+                   m_name + "." + std::string(key) + ": \"" + *node->value<std::string>() + "\" is not a version",
+                   "versions are dot-separated numbers, e.g. \"2.11\" or \"13.0\"");
+  return parsed;
+}
+
+const toml::table* TableReader::subtable(std::string_view key) {
+  const toml::node* node = take(key);
+  if (!node) return nullptr;
+  if (const toml::table* table = node->as_table()) return table;
+  m_parser.error(m_parser.at(node), m_name + "." + std::string(key) + " must be a table");
+  return nullptr;
+}
+
+void TableReader::missing(std::string_view key, const std::string& example, bool v3_tolerable) {
+  m_parser.error(m_parser.at(&m_table), "[" + m_name + "] is missing the required key \"" + std::string(key) + "\"",
+                 "add " + std::string(key) + " = " + example, v3_tolerable);
+}
+
+void TableReader::finish() {
+  std::vector<std::string> known(m_known.begin(), m_known.end());
+  for (const auto& [key, node] : m_table) {
+    std::string name(key.str());
+    if (m_known.count(name)) continue;
+    std::string suggestion = util::closest_match(name, known);
+    m_parser.error(
+        m_parser.at(key.source()), "unknown key \"" + name + "\" in [" + m_name + "]",
+        suggestion.empty() ? "known keys here: " + util::join(known, ", ") : "did you mean \"" + suggestion + "\"?");
+  }
+}
+
+}  // namespace kbuild::config::detail
