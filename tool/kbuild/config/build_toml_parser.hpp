@@ -100,6 +100,7 @@ class Parser {
 
  private:
   void parse_general(TableReader& general, bool edition5, KernelConfig& config);
+  void parse_backend_tables(TableReader& general, bool edition5, General& g);
   void parse_kernel_depends(TableReader& table, std::vector<KernelDependency>& out);
   void parse_python_depends(TableReader& table, const std::vector<std::string>& allowed, const std::string& list_name,
                             std::vector<std::string>& out);

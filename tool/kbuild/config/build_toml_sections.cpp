@@ -115,6 +115,11 @@ void Parser::parse_general(TableReader& general, bool edition5, KernelConfig& co
     if (g.hub_repo_id && std::count(g.hub_repo_id->begin(), g.hub_repo_id->end(), '/') != 1)
       error(at(hub->get("repo-id")), "general.hub.repo-id \"" + *g.hub_repo_id + "\" is not of the form org/name");
   }
+  parse_backend_tables(general, edition5, g);
+}
+
+// [general.cuda], [general.xpu], [general.neuron], [general.tpu] (edition 5 only).
+void Parser::parse_backend_tables(TableReader& general, bool edition5, General& g) {
   struct BackendTable {
     const char* key;
     Backend backend;

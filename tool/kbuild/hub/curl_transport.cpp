@@ -14,12 +14,56 @@ namespace {
 
 std::once_flag g_curl_init;
 
+// The body of an upload: a byte range of a file, or a string. Rewindable (curl seeks back to
+// resend a body when a reused connection turns out to be dead).
 struct UploadSource {
   std::FILE* file = nullptr;
+  std::uint64_t file_offset = 0;  ///< where the range starts in the file
+  std::uint64_t length = 0;
   std::uint64_t remaining = 0;
   const std::string* memory = nullptr;
   size_t memory_offset = 0;
+  ~UploadSource() {
+    if (file) std::fclose(file);
+  }
 };
+
+int seek_body(void* user, curl_off_t offset, int origin) {
+  auto* source = static_cast<UploadSource*>(user);
+  if (origin != SEEK_SET || offset < 0) return CURL_SEEKFUNC_CANTSEEK;
+  auto position = static_cast<std::uint64_t>(offset);
+  if (source->memory) {
+    if (position > source->memory->size()) return CURL_SEEKFUNC_FAIL;
+    source->memory_offset = static_cast<size_t>(position);
+    return CURL_SEEKFUNC_OK;
+  }
+  if (position > source->length) return CURL_SEEKFUNC_FAIL;
+  if (std::fseek(source->file, static_cast<long>(source->file_offset + position), SEEK_SET) != 0)
+    return CURL_SEEKFUNC_FAIL;
+  source->remaining = source->length - position;
+  return CURL_SEEKFUNC_OK;
+}
+
+// Opens the request's body; false when its file cannot be read.
+bool open_body(const HttpRequest& request, UploadSource& source) {
+  if (!request.body_file) {
+    source.memory = &request.body;
+    source.length = request.body.size();
+    return true;
+  }
+  source.file = std::fopen(request.body_file->c_str(), "rb");
+  if (!source.file) return false;
+  source.file_offset = request.body_offset;
+  if (request.body_length) {
+    source.length = *request.body_length;
+  } else {
+    std::fseek(source.file, 0, SEEK_END);
+    source.length = static_cast<std::uint64_t>(std::ftell(source.file)) - request.body_offset;
+  }
+  std::fseek(source.file, static_cast<long>(source.file_offset), SEEK_SET);
+  source.remaining = source.length;
+  return true;
+}
 
 size_t read_body(char* buffer, size_t size, size_t count, void* user) {
   auto* source = static_cast<UploadSource*>(user);
@@ -92,6 +136,27 @@ int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t upload_total, cur
   return 0;
 }
 
+// Options every request gets: URL, timeouts, user agent, where the answer goes.
+void configure(CURL* curl, const HttpRequest& request, HttpResponse& response, ResponseSink& sink) {
+  curl_easy_setopt(curl, CURLOPT_URL, request.url.c_str());
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 30L);
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, 60L);
+  if (request.timeout_seconds > 0)
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(request.timeout_seconds * 1000));
+  const std::string agent = std::string("kbuild/") + util::k_kbuild_version;
+  curl_easy_setopt(curl, CURLOPT_USERAGENT, agent.c_str());
+  sink.curl = curl;
+  sink.memory = &response.body;
+  if (request.response_file) sink.file_path = &*request.response_file;
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, write_body);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &sink);
+  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, write_header);
+  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &response.headers);
+  curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, "");  // whatever the server compresses, decoded
+}
+
 }  // namespace
 
 struct CurlTransport::Impl {
@@ -112,52 +177,21 @@ std::expected<HttpResponse, TransportError> CurlTransport::send(const HttpReques
   if (!curl) return std::unexpected(TransportError{"libcurl could not be initialised", false});
   curl_easy_reset(curl);
   HttpResponse response;
-  curl_easy_setopt(curl, CURLOPT_URL, request.url.c_str());
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 30L);
-  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
-  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, 60L);
-  if (request.timeout_seconds > 0)
-    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(request.timeout_seconds * 1000));
-  const std::string agent = std::string("kbuild/") + util::k_kbuild_version;
-  curl_easy_setopt(curl, CURLOPT_USERAGENT, agent.c_str());
   ResponseSink sink;
-  sink.curl = curl;
-  sink.memory = &response.body;
-  if (request.response_file) sink.file_path = &*request.response_file;
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, write_body);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &sink);
-  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, write_header);
-  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &response.headers);
-  curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, "");  // whatever the server compresses, decoded
-
+  configure(curl, request, response, sink);
   UploadSource source;
-  std::FILE* file = nullptr;
   bool has_body = request.body_file || !request.body.empty() || request.method == "POST" || request.method == "PUT";
-  std::uint64_t length = request.body.size();
-  if (request.body_file) {
-    file = std::fopen(request.body_file->c_str(), "rb");
-    if (!file) return std::unexpected(TransportError{"cannot read " + request.body_file->string(), false});
-    std::fseek(file, static_cast<long>(request.body_offset), SEEK_SET);
-    if (request.body_length) {
-      length = *request.body_length;
-    } else {
-      std::fseek(file, 0, SEEK_END);
-      length = static_cast<std::uint64_t>(std::ftell(file)) - request.body_offset;
-      std::fseek(file, static_cast<long>(request.body_offset), SEEK_SET);
-    }
-    source.file = file;
-    source.remaining = length;
-  } else {
-    source.memory = &request.body;
-  }
+  if (!open_body(request, source))
+    return std::unexpected(TransportError{"cannot read " + request.body_file->string(), false});
   if (request.method == "HEAD") {
     curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
   } else if (has_body) {
     curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
     curl_easy_setopt(curl, CURLOPT_READFUNCTION, read_body);
     curl_easy_setopt(curl, CURLOPT_READDATA, &source);
-    curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(length));
+    curl_easy_setopt(curl, CURLOPT_SEEKFUNCTION, seek_body);
+    curl_easy_setopt(curl, CURLOPT_SEEKDATA, &source);
+    curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(source.length));
     curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, request.method.c_str());
   } else if (request.method != "GET") {
     curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, request.method.c_str());
@@ -177,7 +211,6 @@ std::expected<HttpResponse, TransportError> CurlTransport::send(const HttpReques
   long status = 0;
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
   curl_slist_free_all(headers);
-  if (file) std::fclose(file);
   bool write_failed = sink.failed || (sink.file && std::fclose(sink.file) != 0);
   if (write_failed) return std::unexpected(TransportError{"cannot write " + request.response_file->string(), false});
   long final_status = status;

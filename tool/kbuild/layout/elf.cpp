@@ -31,6 +31,94 @@ class Image {
   std::string_view m_bytes;
 };
 
+// The sections of an ELF image, with the lookups the reader needs.
+class Sections {
+ public:
+  Sections(const Image& image, std::vector<Elf64_Shdr> table) : m_image(image), m_table(std::move(table)) {}
+  const Elf64_Shdr* of_type(std::uint32_t type) const {
+    for (const auto& s : m_table)
+      if (s.sh_type == type) return &s;
+    return nullptr;
+  }
+  /// The string table a section links to, or nullptr.
+  const Elf64_Shdr* linked(const Elf64_Shdr& section) const {
+    return section.sh_link < m_table.size() ? &m_table[section.sh_link] : nullptr;
+  }
+  std::string string_at(const Elf64_Shdr& strtab, std::uint64_t offset) const {
+    return m_image.c_string(strtab.sh_offset + offset, strtab.sh_offset + strtab.sh_size);
+  }
+
+ private:
+  const Image& m_image;
+  std::vector<Elf64_Shdr> m_table;
+};
+
+Result<void> read_dynamic(const Image& image, const Sections& sections, ElfInfo& info) {
+  const Elf64_Shdr* dynamic = sections.of_type(SHT_DYNAMIC);
+  const Elf64_Shdr* strtab = dynamic ? sections.linked(*dynamic) : nullptr;
+  if (!strtab) return {};
+  for (std::uint64_t off = 0; off + sizeof(Elf64_Dyn) <= dynamic->sh_size; off += sizeof(Elf64_Dyn)) {
+    Elf64_Dyn entry;
+    if (!image.read(dynamic->sh_offset + off, entry)) return fail("truncated dynamic section");
+    if (entry.d_tag == DT_NULL) break;
+    if (entry.d_tag == DT_NEEDED) info.needed.push_back(sections.string_at(*strtab, entry.d_un.d_val));
+    if (entry.d_tag == DT_RPATH) info.rpath = sections.string_at(*strtab, entry.d_un.d_val);
+    if (entry.d_tag == DT_RUNPATH) info.runpath = sections.string_at(*strtab, entry.d_un.d_val);
+  }
+  return {};
+}
+
+// Version needs: version index -> name (e.g. 3 -> "GLIBCXX_3.4.29").
+Result<std::map<std::uint16_t, std::string>> read_version_needs(const Image& image, const Sections& sections) {
+  std::map<std::uint16_t, std::string> names;
+  const Elf64_Shdr* verneed = sections.of_type(SHT_GNU_verneed);
+  const Elf64_Shdr* strtab = verneed ? sections.linked(*verneed) : nullptr;
+  if (!strtab) return names;
+  std::uint64_t offset = verneed->sh_offset;
+  for (std::uint64_t n = 0; n < verneed->sh_info; ++n) {
+    Elf64_Verneed need;
+    if (!image.read(offset, need)) return fail("truncated version table");
+    std::uint64_t aux_offset = offset + need.vn_aux;
+    for (std::uint16_t a = 0; a < need.vn_cnt; ++a) {
+      Elf64_Vernaux aux;
+      if (!image.read(aux_offset, aux)) return fail("truncated version table");
+      names[aux.vna_other & 0x7fff] = sections.string_at(*strtab, aux.vna_name);
+      if (aux.vna_next == 0) break;
+      aux_offset += aux.vna_next;
+    }
+    if (need.vn_next == 0) break;
+    offset += need.vn_next;
+  }
+  return names;
+}
+
+Result<void> read_dynamic_symbols(const Image& image, const Sections& sections, ElfInfo& info) {
+  const Elf64_Shdr* dynsym = sections.of_type(SHT_DYNSYM);
+  const Elf64_Shdr* dynstr = dynsym ? sections.linked(*dynsym) : nullptr;
+  if (!dynstr) return {};
+  KB_TRY_ASSIGN(auto version_names, read_version_needs(image, sections));
+  const Elf64_Shdr* versym = sections.of_type(SHT_GNU_versym);
+  size_t count = dynsym->sh_entsize ? dynsym->sh_size / dynsym->sh_entsize : 0;
+  for (size_t i = 1; i < count; ++i) {
+    Elf64_Sym sym;
+    if (!image.read(dynsym->sh_offset + i * sizeof(Elf64_Sym), sym)) return fail("truncated symbol table");
+    ElfSymbol symbol;
+    symbol.name = sections.string_at(*dynstr, sym.st_name);
+    symbol.defined = sym.st_shndx != SHN_UNDEF;
+    symbol.function = ELF64_ST_TYPE(sym.st_info) == STT_FUNC;
+    int bind = ELF64_ST_BIND(sym.st_info), visibility = ELF64_ST_VISIBILITY(sym.st_other);
+    symbol.global =
+        (bind == STB_GLOBAL || bind == STB_WEAK) && (visibility == STV_DEFAULT || visibility == STV_PROTECTED);
+    std::uint16_t index = 0;
+    if (versym && image.read(versym->sh_offset + i * sizeof(std::uint16_t), index)) {
+      auto it = version_names.find(index & 0x7fff);
+      if (it != version_names.end()) symbol.version = it->second;
+    }
+    info.dynamic_symbols.push_back(std::move(symbol));
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<ElfInfo> read_elf(std::string_view bytes) {
@@ -42,78 +130,12 @@ Result<ElfInfo> read_elf(std::string_view bytes) {
   ElfInfo info;
   info.machine = header.e_machine == EM_X86_64 ? "x86_64" : header.e_machine == EM_AARCH64 ? "aarch64" : "other";
   info.shared_object = header.e_type == ET_DYN;
-
-  std::vector<Elf64_Shdr> sections(header.e_shnum);
-  for (size_t i = 0; i < sections.size(); ++i)
-    if (!image.read(header.e_shoff + i * sizeof(Elf64_Shdr), sections[i])) return fail("truncated section table");
-
-  auto section_of_type = [&](std::uint32_t type) -> const Elf64_Shdr* {
-    for (const auto& s : sections)
-      if (s.sh_type == type) return &s;
-    return nullptr;
-  };
-  auto string_at = [&](const Elf64_Shdr& strtab, std::uint64_t offset) {
-    return image.c_string(strtab.sh_offset + offset, strtab.sh_offset + strtab.sh_size);
-  };
-
-  if (const Elf64_Shdr* dynamic = section_of_type(SHT_DYNAMIC); dynamic && dynamic->sh_link < sections.size()) {
-    const Elf64_Shdr& strtab = sections[dynamic->sh_link];
-    for (std::uint64_t off = 0; off + sizeof(Elf64_Dyn) <= dynamic->sh_size; off += sizeof(Elf64_Dyn)) {
-      Elf64_Dyn entry;
-      if (!image.read(dynamic->sh_offset + off, entry)) return fail("truncated dynamic section");
-      if (entry.d_tag == DT_NULL) break;
-      if (entry.d_tag == DT_NEEDED) info.needed.push_back(string_at(strtab, entry.d_un.d_val));
-      if (entry.d_tag == DT_RPATH) info.rpath = string_at(strtab, entry.d_un.d_val);
-      if (entry.d_tag == DT_RUNPATH) info.runpath = string_at(strtab, entry.d_un.d_val);
-    }
-  }
-
-  const Elf64_Shdr* dynsym = section_of_type(SHT_DYNSYM);
-  if (!dynsym || dynsym->sh_link >= sections.size()) return info;
-  const Elf64_Shdr& dynstr = sections[dynsym->sh_link];
-
-  // Version needs: version index -> name (e.g. 3 -> "GLIBCXX_3.4.29").
-  std::map<std::uint16_t, std::string> version_names;
-  if (const Elf64_Shdr* verneed = section_of_type(SHT_GNU_verneed); verneed && verneed->sh_link < sections.size()) {
-    const Elf64_Shdr& strtab = sections[verneed->sh_link];
-    std::uint64_t offset = verneed->sh_offset;
-    for (std::uint64_t n = 0; n < verneed->sh_info; ++n) {
-      Elf64_Verneed need;
-      if (!image.read(offset, need)) return fail("truncated version table");
-      std::uint64_t aux_offset = offset + need.vn_aux;
-      for (std::uint16_t a = 0; a < need.vn_cnt; ++a) {
-        Elf64_Vernaux aux;
-        if (!image.read(aux_offset, aux)) return fail("truncated version table");
-        version_names[aux.vna_other & 0x7fff] = string_at(strtab, aux.vna_name);
-        if (aux.vna_next == 0) break;
-        aux_offset += aux.vna_next;
-      }
-      if (need.vn_next == 0) break;
-      offset += need.vn_next;
-    }
-  }
-  const Elf64_Shdr* versym = section_of_type(SHT_GNU_versym);
-
-  size_t count = dynsym->sh_entsize ? dynsym->sh_size / dynsym->sh_entsize : 0;
-  for (size_t i = 1; i < count; ++i) {
-    Elf64_Sym sym;
-    if (!image.read(dynsym->sh_offset + i * sizeof(Elf64_Sym), sym)) return fail("truncated symbol table");
-    ElfSymbol symbol;
-    symbol.name = string_at(dynstr, sym.st_name);
-    symbol.defined = sym.st_shndx != SHN_UNDEF;
-    symbol.function = ELF64_ST_TYPE(sym.st_info) == STT_FUNC;
-    int bind = ELF64_ST_BIND(sym.st_info), visibility = ELF64_ST_VISIBILITY(sym.st_other);
-    symbol.global =
-        (bind == STB_GLOBAL || bind == STB_WEAK) && (visibility == STV_DEFAULT || visibility == STV_PROTECTED);
-    if (versym) {
-      std::uint16_t index = 0;
-      if (image.read(versym->sh_offset + i * sizeof(std::uint16_t), index)) {
-        auto it = version_names.find(index & 0x7fff);
-        if (it != version_names.end()) symbol.version = it->second;
-      }
-    }
-    info.dynamic_symbols.push_back(std::move(symbol));
-  }
+  std::vector<Elf64_Shdr> table(header.e_shnum);
+  for (size_t i = 0; i < table.size(); ++i)
+    if (!image.read(header.e_shoff + i * sizeof(Elf64_Shdr), table[i])) return fail("truncated section table");
+  Sections sections(image, std::move(table));
+  KB_TRY(read_dynamic(image, sections, info));
+  KB_TRY(read_dynamic_symbols(image, sections, info));
   return info;
 }
 
