@@ -116,9 +116,17 @@ def test_unchanged_republish_uploads_nothing(built_kernel, hub, tmp_path):
     assert outcome["lfs_bytes_uploaded"] == 0 and outcome["lfs_objects_uploaded"] == 0
     state = refs(hub, tmp_path, repo)
     assert state["tags"]["v1.0.1"] == state["tags"]["v1.0.0"] == state["branches"]["v1"]
-    # An existing tag is refused without --force, before anything is uploaded.
-    result = publish(built_kernel, hub, tmp_path, "--tag", "v1.0.1", "--repo-id", repo, check=False)
+    # The same build under the same tag again is done already (e.g. a rerun after the answer to the
+    # tag request was lost): success, nothing sent.
+    again = json.loads(publish(built_kernel, hub, tmp_path, "--tag", "v1.0.1", "--repo-id", repo, "--json").stdout)
+    assert again["status"] == "no_changes" and again["lfs_objects_uploaded"] == 0
+    # Anything else under an existing tag is refused without --force, before anything is uploaded.
+    changed = tmp_path / "changed"
+    shutil.copytree(built_kernel, changed, ignore=shutil.ignore_patterns(".kbuild"))
+    (changed / "benchmarks" / "benchmark.py").write_text("# another benchmark\n")
+    result = publish(changed, hub, tmp_path, "--tag", "v1.0.1", "--repo-id", repo, check=False)
     assert result.returncode == 2 and "tag v1.0.1 already exists" in result.stderr
+    assert refs(hub, tmp_path, repo)["tags"]["v1.0.1"] == state["tags"]["v1.0.1"]
 
 
 def test_publishing_one_changed_variant_leaves_the_others_untouched(built_kernel, hub, tmp_path):

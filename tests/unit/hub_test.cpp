@@ -74,9 +74,9 @@ TEST(HubRetry, HonoursRetryAfterAndRateLimit) {
 }
 
 TEST(HubPlan, AddsChangedDeletesStaleInsideOwnedPrefixesOnly) {
-  std::vector<LocalFile> local = {{"build/v1/a.py", "/x/a.py", 3, "sa", "ga"},
-                                  {"build/v1/lib.so", "/x/lib.so", 10, "slib", "glib"},
-                                  {"build/v1/new.py", "/x/new.py", 1, "sn", "gn"}};
+  std::vector<LocalFile> local = {{"build/v1/a.py", "/x/a.py", 3, "sa", "ga", ""},
+                                  {"build/v1/lib.so", "/x/lib.so", 10, "slib", "glib", ""},
+                                  {"build/v1/new.py", "/x/new.py", 1, "sn", "gn", ""}};
   std::vector<RemoteFile> remote = {{"build/v1/a.py", "ga", 3, std::nullopt},
                                     {"build/v1/lib.so", "pointer-oid", 10, std::string("slib-old")},
                                     {"build/v1/stale.py", "gs", 1, std::nullopt},
@@ -217,8 +217,9 @@ TEST(HubClientTest, PreuploadReadsTheServersModes) {
       "ELF\0\0",
       6);
   std::ofstream(dir / "b.py") << "print()\n";
-  auto a = describe_file(dir / "a.so", "a.so");
-  auto b = describe_file(dir / "b.py", "b.py");
+  util::RealFileSystem real;
+  auto a = describe_file(real, dir / "a.so", "a.so");
+  auto b = describe_file(real, dir / "b.py", "b.py");
   ASSERT_TRUE(a && b);
   auto modes = client.preupload({"kernel", "org/k"}, "v1", {*a, *b});
   ASSERT_TRUE(modes) << modes.error().message;

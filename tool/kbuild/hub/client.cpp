@@ -178,7 +178,7 @@ Result<std::string> HubClient::create_repo(const RepoRef& repo, bool private_rep
                {"private", private_repo},
                {"visibility", private_repo ? "private" : "public"}};
   KB_TRY_ASSIGN(auto response, send({"POST", m_endpoint + "/api/repos/create", body.dump(), "application/json", true,
-                                     false, "create repository " + repo.id},
+                                     true, "create repository " + repo.id},
                                     exist_ok ? std::vector<int>{409} : std::vector<int>{}));
   return repo_url(repo);
 }
@@ -196,24 +196,41 @@ Result<Refs> HubClient::list_refs(const RepoRef& repo) {
   }
 }
 
-Result<void> HubClient::create_branch(const RepoRef& repo, const std::string& branch,
+Result<bool> HubClient::create_branch(const RepoRef& repo, const std::string& branch,
                                       const std::optional<std::string>& from) {
   json body = json::object();
   if (from) body["startingPoint"] = *from;
-  KB_TRY(send({"POST", api(repo) + "/branch/" + url_encode(branch), body.dump(), "application/json", true, false,
-               "create branch " + branch + " of " + repo.id}));
-  return {};
+  // Retried like every request; a 409 means it exists (made by us on an attempt whose answer was
+  // lost, or by a concurrent publish): both are fine, the caller plans against its head.
+  KB_TRY_ASSIGN(auto response, send({"POST", api(repo) + "/branch/" + url_encode(branch), body.dump(),
+                                     "application/json", true, true, "create branch " + branch + " of " + repo.id},
+                                    {409}));
+  return response.status != 409;
 }
 
 Result<void> HubClient::create_tag(const RepoRef& repo, const std::string& revision, const std::string& tag) {
   json body = {{"tag", tag}};
-  KB_TRY(send({"POST", api(repo) + "/tag/" + url_encode(revision), body.dump(), "application/json", true, false,
-               "tag " + repo.id + " " + tag}));
-  return {};
+  Call call{"POST",
+            api(repo) + "/tag/" + url_encode(revision),
+            body.dump(),
+            "application/json",
+            true,
+            true,
+            "tag " + repo.id + " " + tag};
+  KB_TRY_ASSIGN(auto response, send(call, {409}));
+  if (response.status != 409) return {};
+  // It exists: success when it already names this commit (an earlier attempt was applied).
+  KB_TRY_ASSIGN(Refs refs, list_refs(repo));
+  auto it = refs.tags.find(tag);
+  if (it != refs.tags.end() && it->second == revision) return {};
+  return fail(error_for(response, call));
 }
 
 Result<void> HubClient::delete_tag(const RepoRef& repo, const std::string& tag) {
-  KB_TRY(send({"DELETE", api(repo) + "/tag/" + url_encode(tag), "", "", true, false, "delete tag " + tag}));
+  KB_TRY_ASSIGN(
+      auto response,
+      send({"DELETE", api(repo) + "/tag/" + url_encode(tag), "", "", true, true, "delete tag " + tag}, {404}));
+  (void)response;  // 404: already gone (an earlier attempt was applied)
   return {};
 }
 
@@ -374,13 +391,8 @@ Result<std::map<std::string, UploadMode>> HubClient::preupload(const RepoRef& re
   for (size_t start = 0; start < files.size(); start += 256) {
     json body = {{"files", json::array()}};
     for (size_t i = start; i < std::min(files.size(), start + 256); ++i) {
-      std::string sample(512, '\0');
-      std::FILE* f = std::fopen(files[i].source.c_str(), "rb");
-      if (!f) return fail(hub_error("cannot read " + files[i].source.string()));
-      sample.resize(std::fread(sample.data(), 1, sample.size(), f));
-      std::fclose(f);
       body["files"].push_back(
-          {{"path", files[i].path}, {"sample", util::base64_encode(sample)}, {"size", files[i].size}});
+          {{"path", files[i].path}, {"sample", util::base64_encode(files[i].sample)}, {"size", files[i].size}});
     }
     KB_TRY_ASSIGN(auto response, send({"POST", api(repo) + "/preupload/" + url_encode(revision), body.dump(),
                                        "application/json", true, true, "prepare the upload to " + repo.id}));
@@ -397,108 +409,148 @@ Result<std::map<std::string, UploadMode>> HubClient::preupload(const RepoRef& re
   return modes;
 }
 
+namespace {
+std::uint64_t number_field(const json& value) {
+  return value.is_string() ? std::stoull(value.get<std::string>()) : value.get<std::uint64_t>();
+}
+}  // namespace
+
+Result<std::string> HubClient::lfs_batch(const RepoRef& repo, const std::string& revision,
+                                         const std::vector<const LocalFile*>& files) {
+  json body = {{"operation", "upload"},
+               {"transfers", {"basic", "multipart"}},
+               {"objects", json::array()},
+               {"hash_algo", "sha256"},
+               {"ref", {{"name", revision}}}};
+  for (const LocalFile* file : files) body["objects"].push_back({{"oid", file->sha256}, {"size", file->size}});
+  HttpRequest request;
+  request.method = "POST";
+  request.url = m_endpoint + "/" + prefix(repo) + repo.id + ".git/info/lfs/objects/batch";
+  request.body = body.dump();
+  request.headers.set("accept", "application/vnd.git-lfs+json");
+  request.headers.set("content-type", "application/vnd.git-lfs+json");
+  if (m_token) request.headers.set("authorization", "Bearer " + m_token->value);
+  Call call{"POST", request.url, "", "", true, true, "negotiate the LFS upload to " + repo.id};
+  auto outcome = send_with_retries(request, true);
+  if (!outcome) return fail(transport_error("cannot reach " + m_endpoint + ": " + outcome.error().message));
+  if (outcome->status < 200 || outcome->status >= 300) return fail(error_for(*outcome, call));
+  return outcome->body;
+}
+
+Result<void> HubClient::put_body(HttpRequest put, const std::string& what) {
+  auto sent = send_with_retries(std::move(put), true);
+  if (!sent) return fail(transport_error("upload of " + what + " failed: " + sent.error().message));
+  if (sent->status < 200 || sent->status >= 300)
+    return fail(error_for(*sent, {"PUT", "", "", "", false, true, "upload " + what}));
+  m_last_etag = sent->headers.get("etag").value_or("");
+  return {};
+}
+
+Result<void> HubClient::upload_multipart(const LocalFile& file, const std::string& upload_json, const LfsResume* resume,
+                                         const std::function<void(std::uint64_t)>& progress) {
+  const json upload = json::parse(upload_json);
+  const std::string href = upload.at("href");
+  const json header = upload.value("header", json::object());
+  std::uint64_t chunk = number_field(header.at("chunk_size"));
+  if (chunk == 0) return fail(hub_error("the LFS server sent a chunk size of 0 for " + file.path));
+  // Parts acknowledged by an earlier, interrupted attempt of the same upload session are not sent again.
+  std::map<std::uint64_t, std::string> done =
+      resume && resume->load ? resume->load(file.sha256, href) : std::map<std::uint64_t, std::string>{};
+  json parts = json::array();
+  for (std::uint64_t part = 1; (part - 1) * chunk < file.size; ++part) {
+    std::string key = std::to_string(part);
+    std::uint64_t base = (part - 1) * chunk;
+    if (auto it = done.find(part); it != done.end()) {
+      parts.push_back({{"partNumber", part}, {"etag", it->second}});
+      if (progress) progress(std::min(file.size, base + chunk));
+      continue;
+    }
+    if (!header.contains(key))
+      return fail(hub_error("the LFS server sent no URL for part " + key + " of " + file.path));
+    HttpRequest put;
+    put.method = "PUT";
+    put.url = header[key].get<std::string>();
+    if (file.content) {
+      put.body = file.content->substr(base, chunk);
+    } else {
+      put.body_file = file.source;
+      put.body_offset = base;
+      put.body_length = std::min(chunk, file.size - base);
+    }
+    if (progress)
+      put.on_upload_progress = [&progress, base](std::uint64_t sent, std::uint64_t) { progress(base + sent); };
+    KB_TRY(put_body(std::move(put), "part " + key + " of " + file.path));
+    parts.push_back({{"partNumber", part}, {"etag", m_last_etag}});
+    if (resume && resume->save) resume->save(file.sha256, href, part, m_last_etag);
+  }
+  HttpRequest complete;
+  complete.method = "POST";
+  complete.url = href;
+  complete.body = json{{"oid", file.sha256}, {"parts", parts}}.dump();
+  complete.headers.set("accept", "application/vnd.git-lfs+json");
+  complete.headers.set("content-type", "application/vnd.git-lfs+json");
+  auto finished = send_with_retries(complete, true);
+  if (!finished) return fail(transport_error("the multipart upload of " + file.path + " could not be completed"));
+  if (finished->status < 200 || finished->status >= 300)
+    return fail(error_for(*finished, {"POST", href, "", "", false, true, "complete the upload of " + file.path}));
+  return {};
+}
+
 Result<void> HubClient::upload_lfs(const RepoRef& repo, const std::string& revision,
                                    const std::vector<LocalFile>& files,
-                                   const std::function<void(std::uint64_t, std::uint64_t)>& progress) {
+                                   const std::function<void(std::uint64_t, std::uint64_t)>& progress,
+                                   const LfsResume* resume) {
   std::uint64_t total = 0, done = 0;
   for (const auto& f : files) total += f.size;
+  auto report = [&](std::uint64_t within) {
+    if (progress) progress(done + within, total);
+  };
   for (size_t start = 0; start < files.size(); start += 256) {
-    json body = {{"operation", "upload"},
-                 {"transfers", {"basic", "multipart"}},
-                 {"objects", json::array()},
-                 {"hash_algo", "sha256"},
-                 {"ref", {{"name", revision}}}};
+    std::vector<const LocalFile*> chunk;
     std::map<std::string, const LocalFile*> by_oid;
     for (size_t i = start; i < std::min(files.size(), start + 256); ++i) {
-      body["objects"].push_back({{"oid", files[i].sha256}, {"size", files[i].size}});
+      chunk.push_back(&files[i]);
       by_oid[files[i].sha256] = &files[i];
     }
-    HttpRequest request;
-    request.method = "POST";
-    request.url = m_endpoint + "/" + prefix(repo) + repo.id + ".git/info/lfs/objects/batch";
-    request.body = body.dump();
-    request.headers.set("accept", "application/vnd.git-lfs+json");
-    request.headers.set("content-type", "application/vnd.git-lfs+json");
-    if (m_token) request.headers.set("authorization", "Bearer " + m_token->value);
-    Call call{"POST", request.url, "", "", true, true, "negotiate the LFS upload to " + repo.id};
-    auto outcome = send_with_retries(request, true);
-    if (!outcome) return fail(transport_error("cannot reach " + m_endpoint + ": " + outcome.error().message));
-    if (outcome->status < 200 || outcome->status >= 300) return fail(error_for(*outcome, call));
+    KB_TRY_ASSIGN(std::string answer_text, lfs_batch(repo, revision, chunk));
     json answer;
     try {
-      answer = json::parse(outcome->body);
+      answer = json::parse(answer_text);
     } catch (const std::exception&) {
       return fail(hub_error("unexpected LFS batch answer"));
     }
     for (const auto& object : answer.value("objects", json::array())) {
-      std::string oid = object.value("oid", "");
-      const LocalFile* file = by_oid.count(oid) ? by_oid[oid] : nullptr;
-      if (!file) continue;
+      auto found = by_oid.find(object.value("oid", ""));
+      if (found == by_oid.end()) continue;
+      const LocalFile& file = *found->second;
       if (object.contains("error"))
-        return fail(hub_error("the Hub refused " + file->path + ": " + object["error"].value("message", "")));
-      if (!object.contains("actions") || !object["actions"].contains("upload")) {
-        done += file->size;  // already stored
-        if (progress) progress(done, total);
-        continue;
-      }
-      const auto& upload = object["actions"]["upload"];
-      std::string href = upload.at("href");
-      json header = upload.value("header", json::object());
-      auto report = [&](std::uint64_t sent, std::uint64_t) {
-        if (progress) progress(done + sent, total);
-      };
-      if (header.contains("chunk_size")) {
-        std::uint64_t chunk =
-            std::stoull(header["chunk_size"].is_string() ? header["chunk_size"].get<std::string>()
-                                                         : std::to_string(header["chunk_size"].get<std::uint64_t>()));
-        json parts = json::array();
-        for (std::uint64_t part = 1; (part - 1) * chunk < file->size; ++part) {
-          std::string key = std::to_string(part);
-          if (!header.contains(key))
-            return fail(hub_error("the LFS server sent no URL for part " + key + " of " + file->path));
+        return fail(hub_error("the Hub refused " + file.path + ": " + object["error"].value("message", "")));
+      bool needs_upload = object.contains("actions") && object["actions"].contains("upload");
+      if (needs_upload) {
+        const auto& upload = object["actions"]["upload"];
+        if (upload.value("header", json::object()).contains("chunk_size")) {
+          KB_TRY(upload_multipart(file, upload.dump(), resume, report));
+        } else {
           HttpRequest put;
           put.method = "PUT";
-          put.url = header[key].get<std::string>();
-          put.body_file = file->source;
-          put.body_offset = (part - 1) * chunk;
-          put.body_length = std::min(chunk, file->size - (part - 1) * chunk);
-          std::uint64_t base = (part - 1) * chunk;
-          put.on_upload_progress = [&, base](std::uint64_t sent, std::uint64_t t) { report(base + sent, t); };
-          auto sent = send_with_retries(put, true);
-          if (!sent) return fail(hub_error("upload of " + file->path + " failed: " + sent.error().message));
-          if (sent->status < 200 || sent->status >= 300)
-            return fail(
-                error_for(*sent, {"PUT", put.url, "", "", false, true, "upload part " + key + " of " + file->path}));
-          parts.push_back({{"partNumber", part}, {"etag", sent->headers.get("etag").value_or("")}});
+          put.url = upload.at("href");
+          if (file.content)
+            put.body = *file.content;
+          else
+            put.body_file = file.source;
+          if (progress) put.on_upload_progress = [&](std::uint64_t sent, std::uint64_t) { report(sent); };
+          KB_TRY(put_body(std::move(put), file.path));
         }
-        HttpRequest complete;
-        complete.method = "POST";
-        complete.url = href;
-        complete.body = json{{"oid", oid}, {"parts", parts}}.dump();
-        complete.headers.set("accept", "application/vnd.git-lfs+json");
-        complete.headers.set("content-type", "application/vnd.git-lfs+json");
-        auto finished = send_with_retries(complete, true);
-        if (!finished || finished->status < 200 || finished->status >= 300)
-          return fail(hub_error("the multipart upload of " + file->path + " could not be completed"));
-      } else {
-        HttpRequest put;
-        put.method = "PUT";
-        put.url = href;
-        put.body_file = file->source;
-        put.on_upload_progress = report;
-        auto sent = send_with_retries(put, true);
-        if (!sent) return fail(hub_error("upload of " + file->path + " failed: " + sent.error().message));
-        if (sent->status < 200 || sent->status >= 300)
-          return fail(error_for(*sent, {"PUT", href, "", "", false, true, "upload " + file->path}));
+        if (object["actions"].contains("verify"))
+          KB_TRY(send({"POST", object["actions"]["verify"].at("href"),
+                       json{{"oid", file.sha256}, {"size", file.size}}.dump(), "application/vnd.git-lfs+json", true,
+                       true, "verify the upload of " + file.path}));
+        if (resume && resume->forget) resume->forget(file.sha256);
+        ++m_stats.lfs_objects_uploaded;
+        m_stats.lfs_bytes_uploaded += file.size;
       }
-      if (object["actions"].contains("verify")) {
-        KB_TRY(send({"POST", object["actions"]["verify"].at("href"), json{{"oid", oid}, {"size", file->size}}.dump(),
-                     "application/vnd.git-lfs+json", true, true, "verify the upload of " + file->path}));
-      }
-      ++m_stats.lfs_objects_uploaded;
-      m_stats.lfs_bytes_uploaded += file->size;
-      done += file->size;
-      if (progress) progress(done, total);
+      done += file.size;
+      report(0);
     }
   }
   return {};

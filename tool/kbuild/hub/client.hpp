@@ -70,6 +70,15 @@ struct TrafficStats {
   std::uint64_t bytes_downloaded = 0;
 };
 
+/// Where the parts of multipart LFS uploads are remembered (publish keeps them under .kbuild/), keyed
+/// by object and upload session (the completion URL, which the server keeps for an unfinished upload).
+struct LfsResume {
+  std::function<std::map<std::uint64_t, std::string>(const std::string& oid, const std::string& session)> load;
+  std::function<void(const std::string& oid, const std::string& session, std::uint64_t part, const std::string& etag)>
+      save;
+  std::function<void(const std::string& oid)> forget;  ///< the object is uploaded
+};
+
 class HubClient {
  public:
   using Sleeper = std::function<void(double seconds)>;
@@ -90,8 +99,11 @@ class HubClient {
   /// Creates the repository (409 "already exists" is fine with exist_ok); returns its URL.
   Result<std::string> create_repo(const RepoRef& repo, bool private_repo, bool exist_ok);
   Result<Refs> list_refs(const RepoRef& repo);
-  Result<void> create_branch(const RepoRef& repo, const std::string& branch, const std::optional<std::string>& from);
+  /// Creates a branch; true when this call created it, false when it already existed.
+  Result<bool> create_branch(const RepoRef& repo, const std::string& branch, const std::optional<std::string>& from);
+  /// Tags commit `revision`; also succeeds when the tag already points at it (a retried request).
   Result<void> create_tag(const RepoRef& repo, const std::string& revision, const std::string& tag);
+  /// Deletes a tag; a missing tag is fine.
   Result<void> delete_tag(const RepoRef& repo, const std::string& tag);
   /// Every file of the tree at `revision` (below `path` when given), recursively (follows pagination).
   Result<std::vector<RemoteFile>> list_tree(const RepoRef& repo, const std::string& revision,
@@ -113,8 +125,11 @@ class HubClient {
   Result<std::map<std::string, UploadMode>> preupload(const RepoRef& repo, const std::string& revision,
                                                       const std::vector<LocalFile>& files);
   /// Uploads LFS objects the server does not have yet (batch API; basic or multipart; verify).
+  /// With `resume`, the parts of a multipart upload the server acknowledged are remembered, and an
+  /// interrupted upload of the same session continues from them.
   Result<void> upload_lfs(const RepoRef& repo, const std::string& revision, const std::vector<LocalFile>& files,
-                          const std::function<void(std::uint64_t, std::uint64_t)>& progress = {});
+                          const std::function<void(std::uint64_t, std::uint64_t)>& progress = {},
+                          const LfsResume* resume = nullptr);
   Result<CommitResult> commit(const RepoRef& repo, const std::string& revision, const std::string& ndjson,
                               bool create_pr);
 
@@ -136,6 +151,14 @@ class HubClient {
   std::string api(const RepoRef& repo) const;
   std::string prefix(const RepoRef& repo) const;
   std::string resolve_url(const RepoRef& repo, const std::string& revision, const std::string& path) const;
+  /// The LFS batch answer (JSON text) for `files`.
+  Result<std::string> lfs_batch(const RepoRef& repo, const std::string& revision,
+                                const std::vector<const LocalFile*>& files);
+  /// Uploads a file in parts; `upload` is the batch answer's upload action (JSON text).
+  Result<void> upload_multipart(const LocalFile& file, const std::string& upload, const LfsResume* resume,
+                                const std::function<void(std::uint64_t)>& progress);
+  /// Sends an upload body (retried, rewound); the answer's ETag is kept in m_last_etag.
+  Result<void> put_body(HttpRequest put, const std::string& what);
   /// GET that follows up to 5 redirects, with the token only for the endpoint's host.
   std::expected<HttpResponse, Error> get_following(HttpRequest request, const std::string& what,
                                                    Headers* first_headers = nullptr);
@@ -149,6 +172,7 @@ class HubClient {
   Logger m_log;
   Logger m_notice;
   TrafficStats m_stats;
+  std::string m_last_etag;
 };
 
 }  // namespace kbuild::hub

@@ -39,29 +39,36 @@ CommitPlan plan_commit(const std::vector<LocalFile>& local, const std::vector<Re
   return plan;
 }
 
-Result<LocalFile> describe_file(const std::filesystem::path& source, std::string repo_path) {
-  std::FILE* file = std::fopen(source.c_str(), "rb");
-  if (!file) return fail("cannot read " + source.string());
-  std::fseek(file, 0, SEEK_END);
-  long size = std::ftell(file);
-  std::fseek(file, 0, SEEK_SET);
+LocalFile describe_bytes(std::string content, std::string repo_path) {
+  LocalFile file;
+  file.path = std::move(repo_path);
+  file.size = content.size();
+  file.sha256 = util::sha256_hex(content);
+  file.git_oid = util::git_blob_id(content);
+  file.sample = content.substr(0, 512);
+  file.content = std::move(content);
+  return file;
+}
+
+Result<LocalFile> describe_file(const util::FileSystem& fs, const std::filesystem::path& source,
+                                std::string repo_path) {
+  auto st = fs.stat(source);
+  if (!st.is_file) return fail("cannot read " + source.string());
   util::Hasher sha256;
   util::Hasher sha1(util::Hasher::Algorithm::sha1);
-  std::string header = "blob " + std::to_string(size);
-  sha1.update(header);
+  sha1.update("blob " + std::to_string(st.size));
   sha1.update(std::string_view("\0", 1));
-  std::vector<char> buffer(1 << 20);
-  size_t n;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), file)) > 0) {
-    std::string_view chunk(buffer.data(), n);
+  std::string sample;
+  std::uint64_t seen = 0;
+  KB_TRY(fs.read_chunks(source, [&](std::string_view chunk) {
     sha256.update(chunk);
     sha1.update(chunk);
-  }
-  bool failed = std::ferror(file);
-  std::fclose(file);
-  if (failed || size < 0) return fail("error while reading " + source.string());
-  return LocalFile{std::move(repo_path), source, static_cast<std::uint64_t>(size), sha256.finish_hex(),
-                   sha1.finish_hex()};
+    if (sample.size() < 512) sample.append(chunk.substr(0, 512 - sample.size()));
+    seen += chunk.size();
+  }));
+  if (seen != st.size) return fail(source.string() + " changed while it was read");
+  return LocalFile{std::move(repo_path), source,      st.size, sha256.finish_hex(), sha1.finish_hex(),
+                   std::move(sample),    std::nullopt};
 }
 
 std::optional<std::int64_t> tag_major(const std::string& tag) {

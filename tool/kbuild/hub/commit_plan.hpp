@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "kbuild/util/fs.hpp"
 #include "kbuild/util/result.hpp"
 
 namespace kbuild::hub {
@@ -19,6 +20,9 @@ struct LocalFile {
   std::uint64_t size = 0;
   std::string sha256;   ///< hex, the LFS oid
   std::string git_oid;  ///< hex, the git blob id of the content
+  std::string sample;   ///< the first 512 bytes (preupload sends them for the inline-or-LFS choice)
+  /// The bytes themselves for a file made in memory (the model card); then `source` is empty.
+  std::optional<std::string> content = std::nullopt;
 };
 
 /// A file of the remote tree (list_repo_tree, recursive).
@@ -42,8 +46,11 @@ struct CommitPlan {
 CommitPlan plan_commit(const std::vector<LocalFile>& local, const std::vector<RemoteFile>& remote,
                        const std::vector<std::string>& owned_prefixes);
 
-/// Streams a file once: size, SHA-256 and git blob id.
-Result<LocalFile> describe_file(const std::filesystem::path& source, std::string repo_path);
+/// A file made in memory, e.g. the model card.
+LocalFile describe_bytes(std::string content, std::string repo_path);
+
+/// Streams a file once: size, SHA-256, git blob id and sample.
+Result<LocalFile> describe_file(const util::FileSystem& fs, const std::filesystem::path& source, std::string repo_path);
 
 /// A semantic version tag "vMAJOR.MINOR.PATCH"; returns MAJOR, or nullopt if `tag` is not one.
 std::optional<std::int64_t> tag_major(const std::string& tag);

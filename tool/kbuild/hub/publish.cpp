@@ -1,8 +1,12 @@
 #include "kbuild/hub/publish.hpp"
 
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
 #include <regex>
 #include <set>
 
+#include "kbuild/hub/names.hpp"
 #include "kbuild/layout/digest.hpp"
 #include "kbuild/layout/metadata.hpp"
 #include "kbuild/layout/templates.hpp"
@@ -55,7 +59,7 @@ Result<BuildInventory> inventory_build(const util::FileSystem& fs, const fs::pat
     KB_TRY_ASSIGN(auto files, util::list_files_recursive(fs, dir));
     for (const auto& rel : files) {
       if (!layout::is_digested(rel) && rel != "metadata.json") continue;  // bytecode
-      KB_TRY_ASSIGN(auto file, describe_file(dir / rel, "build/" + entry.name + "/" + rel));
+      KB_TRY_ASSIGN(auto file, describe_file(fs, dir / rel, "build/" + entry.name + "/" + rel));
       inventory.files.push_back(std::move(file));
     }
   }
@@ -70,7 +74,7 @@ Result<BuildInventory> inventory_build(const util::FileSystem& fs, const fs::pat
   if (auto benchmarks = fs.list_dir(kernel_dir / "benchmarks")) {
     for (const auto& entry : *benchmarks) {
       if (!entry.is_file || !entry.name.starts_with("benchmark") || !entry.name.ends_with(".py")) continue;
-      KB_TRY_ASSIGN(auto file, describe_file(kernel_dir / "benchmarks" / entry.name, "benchmarks/" + entry.name));
+      KB_TRY_ASSIGN(auto file, describe_file(fs, kernel_dir / "benchmarks" / entry.name, "benchmarks/" + entry.name));
       inventory.files.push_back(std::move(file));
     }
   }
@@ -119,8 +123,9 @@ Result<PlannedBranch> plan_branch(HubClient& client, const RepoRef& repo, const 
 }
 
 // Uploads and commits a plan in chunks; returns the last commit (or `head` when nothing changed).
-Result<std::string> execute_plan(HubClient& client, const RepoRef& repo, const PlannedBranch& planned,
-                                 const std::string& head, bool create_pr, const PublishHooks& hooks,
+Result<std::string> execute_plan(HubClient& client, const util::FileSystem& fs, const RepoRef& repo,
+                                 const PlannedBranch& planned, const std::string& head, bool create_pr,
+                                 const PublishHooks& hooks, const LfsResume* resume,
                                  std::optional<std::string>& pull_request_url) {
   const CommitPlan& plan = planned.plan;
   if (plan.empty()) return head;
@@ -134,7 +139,7 @@ Result<std::string> execute_plan(HubClient& client, const RepoRef& repo, const P
     if (hooks.info)
       hooks.info("uploading " + std::to_string(lfs.size()) + " file(s) through LFS (" + human(bytes) +
                  ", already stored objects are skipped)");
-    KB_TRY(client.upload_lfs(repo, planned.branch, lfs, hooks.upload_progress));
+    KB_TRY(client.upload_lfs(repo, planned.branch, lfs, hooks.upload_progress, resume));
   }
   std::vector<CommitOp> ops;
   for (const auto& file : plan.adds) {
@@ -145,11 +150,10 @@ Result<std::string> execute_plan(HubClient& client, const RepoRef& repo, const P
       op.sha256 = file.sha256;
       op.size = file.size;
     } else {
-      std::FILE* f = std::fopen(file.source.c_str(), "rb");
-      if (!f) return fail(Error{ExitCode::failure, "cannot read " + file.source.string(), ""});
-      std::string content(file.size, '\0');
-      content.resize(std::fread(content.data(), 1, content.size(), f));
-      std::fclose(f);
+      KB_TRY_ASSIGN(std::string content, file.content ? Result<std::string>(*file.content) : fs.read_file(file.source));
+      if (util::git_blob_id(content) != file.git_oid)
+        return fail(Error{ExitCode::failure, file.source.string() + " changed while it was being published",
+                          "publish again once the build is finished"});
       op.kind = CommitOp::Kind::add_inline;
       op.content_base64 = util::base64_encode(content);
     }
@@ -178,81 +182,167 @@ Result<std::string> execute_plan(HubClient& client, const RepoRef& repo, const P
 
 }  // namespace
 
-Result<PublishOutcome> publish(HubClient& client, util::FileSystem& fs, const config::KernelConfig& config,
-                               const PublishOptions& options, const PublishHooks& hooks) {
+namespace {
+
+// What publish validated before any request.
+struct PublishTarget {
+  BuildInventory inventory;
+  RepoRef repo;
+  std::string branch;
+};
+
+Result<PublishTarget> validate(const util::FileSystem& fs, const config::KernelConfig& config,
+                               const PublishOptions& options) {
   auto major = tag_major(options.tag);
   if (!major)
     return fail(usage("--tag " + options.tag + " is not a release tag", "write it as vMAJOR.MINOR.PATCH, e.g. v1.0.0"));
-  KB_TRY_ASSIGN(BuildInventory inventory, inventory_build(fs, options.kernel_dir));
-  if (*major != inventory.version)
-    return fail(
-        usage("--tag " + options.tag + " does not match the kernel's version " + std::to_string(inventory.version) +
-                  " (general.version in build.toml; variants go to branch v" + std::to_string(inventory.version) + ")",
-              "tag it v" + std::to_string(inventory.version) + ".x.y, or bump general.version and rebuild"));
+  PublishTarget target;
+  KB_TRY_ASSIGN(target.inventory, inventory_build(fs, options.kernel_dir));
+  const auto version = target.inventory.version;
+  if (*major != version)
+    return fail(usage("--tag " + options.tag + " does not match the kernel's version " + std::to_string(version) +
+                          " (general.version in build.toml; variants go to branch v" + std::to_string(version) + ")",
+                      "tag it v" + std::to_string(version) + ".x.y, or bump general.version and rebuild"));
   std::string repo_id = options.repo_id.value_or(config.general.hub_repo_id.value_or(""));
-  static const std::regex k_repo(R"(^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$)");
   if (repo_id.empty())
     return fail(
         usage("no repository to publish to", "pass --repo-id org/name or set [general.hub] repo-id in build.toml"));
-  if (!std::regex_match(repo_id, k_repo) || repo_id.find("..") != std::string::npos)
-    return fail(usage("\"" + repo_id + "\" is not a repository id", "use org/name"));
+  if (!is_valid_repo_id(repo_id)) return fail(usage("\"" + repo_id + "\" is not a repository id", "use org/name"));
   if (!options.has_token && !options.dry_run)
     return fail(usage("no Hub token found", "set HF_TOKEN or log in with huggingface-cli login"));
-  RepoRef repo{options.repo_type, repo_id};
-  std::string branch = "v" + std::to_string(inventory.version);
+  target.repo = {options.repo_type, repo_id};
+  target.branch = "v" + std::to_string(version);
+  return target;
+}
 
+// Multipart LFS parts remembered under <kernel>/.kbuild/publish/lfs/<oid>.json, so that a publish
+// interrupted during a large upload continues where it stopped: {"session": URL, "parts": {"1": etag}}.
+LfsResume resume_store(util::FileSystem& fs, const std::filesystem::path& kernel_dir) {
+  auto file = [kernel_dir](const std::string& oid) {
+    return kernel_dir / ".kbuild" / "publish" / "lfs" / (oid + ".json");
+  };
+  LfsResume resume;
+  resume.load = [&fs, file](const std::string& oid, const std::string& session) {
+    std::map<std::uint64_t, std::string> parts;
+    auto text = fs.read_file(file(oid));
+    if (!text) return parts;
+    auto j = nlohmann::json::parse(*text, nullptr, false);
+    if (!j.is_object() || j.value("session", "") != session || !j.contains("parts") || !j["parts"].is_object())
+      return parts;
+    for (const auto& [part, etag] : j["parts"].items())
+      if (etag.is_string() && !part.empty() && part.size() < 10 && std::all_of(part.begin(), part.end(), ::isdigit))
+        parts[std::stoull(part)] = etag.get<std::string>();
+    return parts;
+  };
+  resume.save = [&fs, file](const std::string& oid, const std::string& session, std::uint64_t part,
+                            const std::string& etag) {
+    nlohmann::json j = {{"session", session}, {"parts", nlohmann::json::object()}};
+    if (auto text = fs.read_file(file(oid))) {
+      auto old = nlohmann::json::parse(*text, nullptr, false);
+      if (old.is_object() && old.value("session", "") == session && old.contains("parts")) j = old;
+    }
+    j["parts"][std::to_string(part)] = etag;
+    (void)fs.write_file_atomic(file(oid), j.dump());  // best effort: without it, a rerun sends the parts again
+  };
+  resume.forget = [&fs, file](const std::string& oid) { (void)fs.remove_all(file(oid)); };
+  return resume;
+}
+
+// Points the tag at `commit` (moving it with --force; an existing tag was refused otherwise).
+Result<void> tag_release(HubClient& client, const RepoRef& repo, const std::string& tag, const std::string& commit,
+                         const Refs& refs) {
+  if (auto it = refs.tags.find(tag); it != refs.tags.end()) {
+    if (it->second == commit) return {};
+    KB_TRY(client.delete_tag(repo, tag));
+  }
+  return client.create_tag(repo, commit, tag);
+}
+
+struct RepositoryState {
+  Refs refs;
+  bool branch_existed = false;  ///< before this publish
+};
+
+// The repository and branch exist afterwards (made now, by an earlier attempt, or by a concurrent
+// publish: all fine); returns the refs as they are then.
+Result<RepositoryState> prepare_repository(HubClient& client, const PublishTarget& target,
+                                           const PublishOptions& options) {
+  RepositoryState state;
+  if (options.dry_run) {
+    if (auto existing = client.list_refs(target.repo)) state.refs = *existing;
+    state.branch_existed = state.refs.branches.count(target.branch) > 0;
+    return state;
+  }
+  KB_TRY(client.create_repo(target.repo, options.private_repo, true));
+  KB_TRY_ASSIGN(state.refs, client.list_refs(target.repo));
+  state.branch_existed = state.refs.branches.count(target.branch) > 0;
+  if (!state.branch_existed) {
+    KB_TRY_ASSIGN(bool created, client.create_branch(target.repo, target.branch, std::nullopt));
+    if (created) {
+      state.refs.branches[target.branch] = state.refs.branches["main"];  // a new branch starts at main's head
+    } else {
+      KB_TRY_ASSIGN(state.refs, client.list_refs(target.repo));  // made concurrently: plan against its head
+    }
+  }
+  return state;
+}
+
+}  // namespace
+
+Result<PublishOutcome> publish(HubClient& client, util::FileSystem& fs, const config::KernelConfig& config,
+                               const PublishOptions& options, const PublishHooks& hooks) {
+  KB_TRY_ASSIGN(PublishTarget target, validate(fs, config, options));
+  const RepoRef& repo = target.repo;
+  const std::string& branch = target.branch;
   PublishOutcome outcome;
-  outcome.repo_id = repo_id;
+  outcome.repo_id = repo.id;
   outcome.branch = branch;
   outcome.tag = options.tag;
-  outcome.variants = inventory.variants;
+  outcome.variants = target.inventory.variants;
   outcome.url = client.repo_url(repo) + "/tree/" + branch;
 
-  KB_TRY_ASSIGN(std::string card, render_card(fs, config, options.kernel_dir, repo_id, inventory.variants));
-  fs::path card_file = options.kernel_dir / ".kbuild" / "publish" / "README.md";
-  KB_TRY(fs.write_file_atomic(card_file, card));
-  KB_TRY_ASSIGN(LocalFile card_local, describe_file(card_file, "README.md"));
-
-  // State of the repository (created unless dry-running).
-  Refs refs;
-  if (!options.dry_run) {
-    KB_TRY(client.create_repo(repo, options.private_repo, true));
-    KB_TRY_ASSIGN(refs, client.list_refs(repo));
-  } else if (auto existing = client.list_refs(repo)) {
-    refs = *existing;
-  }
-  if (refs.tags.count(options.tag) && !options.force && !options.dry_run)
-    return fail(usage(
-        "tag " + options.tag + " already exists in " + repo_id + " (at " + refs.tags[options.tag].substr(0, 12) + ")",
-        "publish a new version tag, or pass --force to move it"));
-  const bool branch_existed = refs.branches.count(branch) > 0;
-  if (!branch_existed && !options.dry_run) {
-    KB_TRY(client.create_branch(repo, branch, std::nullopt));
-    refs.branches[branch] = refs.branches["main"];  // a new branch starts at main's head
-  }
+  KB_TRY_ASSIGN(std::string card, render_card(fs, config, options.kernel_dir, repo.id, target.inventory.variants));
+  LocalFile card_local = describe_bytes(std::move(card), "README.md");
+  KB_TRY_ASSIGN(RepositoryState state, prepare_repository(client, target, options));
+  Refs& refs = state.refs;
+  const bool branch_existed = state.branch_existed;
   // Stale files are deleted inside the published variants only; a new branch also drops every
   // build/ file it inherited from main.
   std::vector<std::string> owned;
   if (!branch_existed) owned.push_back("build/");
-  for (const auto& v : inventory.variants) owned.push_back("build/" + v + "/");
+  for (const auto& v : target.inventory.variants) owned.push_back("build/" + v + "/");
+  LfsResume resume = resume_store(fs, options.kernel_dir);
 
-  // Up to three attempts: a 412 means the branch moved; plan again against its new head.
+  // Up to three attempts: a 412 means the branch moved (a concurrent publish, or a retried commit
+  // whose first attempt was applied); plan again against its new head.
   for (int attempt = 0;; ++attempt) {
-    outcome.plans.clear();
     KB_TRY_ASSIGN(auto main_plan, plan_branch(client, repo, "main", refs.branches.count("main") > 0, {card_local}, {}));
     KB_TRY_ASSIGN(auto version_plan,
-                  plan_branch(client, repo, branch, refs.branches.count(branch) > 0, inventory.files, owned));
+                  plan_branch(client, repo, branch, refs.branches.count(branch) > 0, target.inventory.files, owned));
     outcome.plans = {main_plan, version_plan};
+    outcome.commit = refs.branches.count(branch) ? refs.branches[branch] : "";
+    bool changed = !main_plan.plan.empty() || !version_plan.plan.empty();
+    if (auto tag = refs.tags.find(options.tag); tag != refs.tags.end() && !options.force && !options.dry_run) {
+      // Publishing the same build again under an existing tag that names it is done already (a
+      // rerun after the tag's answer was lost); anything else would move a release.
+      if (!changed && tag->second == outcome.commit) {
+        outcome.status = "no_changes";
+        outcome.traffic = client.stats();
+        return outcome;
+      }
+      return fail(
+          usage("tag " + options.tag + " already exists in " + repo.id + " (at " + tag->second.substr(0, 12) + ")",
+                "publish a new version tag, or pass --force to move it"));
+    }
     if (options.dry_run) {
       outcome.status = "dry_run";
-      outcome.commit = refs.branches.count(branch) ? refs.branches[branch] : "";
       return outcome;
     }
     std::optional<std::string> pr;
-    auto main_head = execute_plan(client, repo, main_plan, refs.branches["main"], false, hooks, pr);
-    Result<std::string> version_head =
-        main_head ? execute_plan(client, repo, version_plan, refs.branches[branch], options.create_pr, hooks, pr)
-                  : Result<std::string>(fail(main_head.error()));
+    auto main_head = execute_plan(client, fs, repo, main_plan, refs.branches["main"], false, hooks, &resume, pr);
+    Result<std::string> version_head = main_head ? execute_plan(client, fs, repo, version_plan, refs.branches[branch],
+                                                                options.create_pr, hooks, &resume, pr)
+                                                 : Result<std::string>(fail(main_head.error()));
     if (!version_head) {
       bool moved = version_head.error().kind == ErrorKind::http && version_head.error().http_status == 412;
       if (!moved || attempt >= 2) return fail(version_head.error());
@@ -261,7 +351,6 @@ Result<PublishOutcome> publish(HubClient& client, util::FileSystem& fs, const co
       continue;
     }
     outcome.pull_request_url = pr;
-    bool changed = !main_plan.plan.empty() || !version_plan.plan.empty();
     outcome.commit = *version_head;
     if (options.create_pr) {
       outcome.status = pr ? "pull_request_created" : "no_changes";
@@ -271,16 +360,7 @@ Result<PublishOutcome> publish(HubClient& client, util::FileSystem& fs, const co
     outcome.status = changed ? "uploaded" : "no_changes";
     break;
   }
-  // Tag the version branch's commit (the tag listing from the start is current: an existing tag
-  // was refused unless --force).
-  if (auto it = refs.tags.find(options.tag); it != refs.tags.end()) {
-    if (it->second != outcome.commit) {
-      KB_TRY(client.delete_tag(repo, options.tag));
-      KB_TRY(client.create_tag(repo, outcome.commit, options.tag));
-    }
-  } else {
-    KB_TRY(client.create_tag(repo, outcome.commit, options.tag));
-  }
+  KB_TRY(tag_release(client, repo, options.tag, outcome.commit, refs));
   outcome.traffic = client.stats();
   return outcome;
 }
