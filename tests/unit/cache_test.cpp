@@ -1,7 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "kbuild/cache/compile_cache.hpp"
 #include "kbuild/cache/key.hpp"
+#include "kbuild/util/fs.hpp"
 #include "support/mem_fs.hpp"
 
 using namespace kbuild;
@@ -144,4 +147,86 @@ TEST(CompileCache, FailuresAreWarningsNotErrors) {
   cache.store(job, {"/a/k.cu", "/a/missing.h"});  // the output and a header are missing
   EXPECT_EQ(warnings.size(), 1u);
   EXPECT_EQ(cache.run_counters().errors, 1u);
+}
+
+namespace {
+// The one object file and the one manifest of a cache that has stored `job`.
+struct Stored {
+  std::string object;
+  std::string manifest;
+};
+Stored stored_files(fakes::MemFileSystem& fs) {
+  Stored out;
+  auto objects = util::list_files_recursive(fs, "/cache/objects");
+  auto manifests = util::list_files_recursive(fs, "/cache/manifests");
+  if (objects && !objects->empty()) out.object = "/cache/objects/" + objects->front();
+  if (manifests && !manifests->empty()) out.manifest = "/cache/manifests/" + manifests->front();
+  return out;
+}
+}  // namespace
+
+TEST(CompileCache, DamagedEntriesAreMissesRemovedAndCounted) {
+  fakes::MemFileSystem fs;
+  std::vector<std::string> warnings;
+  CompileCache cache(fs, "/cache", 1 << 30, [&](const std::string& w) { warnings.push_back(w); });
+  fs.put("/a/k.cu", "kernel");
+  fs.put("/a/.kbuild/k.o", "OBJECT BYTES");
+  auto job = compile_job("/a", "/t");
+  cache.store(job, {"/a/k.cu"});
+  Stored files = stored_files(fs);
+  ASSERT_FALSE(files.object.empty());
+  ASSERT_FALSE(files.manifest.empty());
+  const std::string good_object = fs.content(files.object);
+  const std::string good_manifest = fs.content(files.manifest);
+  ASSERT_TRUE(cache.restore(job));
+
+  // One flipped byte, a truncation: misses (never a bad output), the object removed.
+  for (auto damage : {std::function<void(std::string&)>([](std::string& s) { s.back() ^= 1; }),
+                      std::function<void(std::string&)>([](std::string& s) { s.resize(s.size() - 3); })}) {
+    std::string bad = good_object;
+    damage(bad);
+    fs.put(files.object, bad);
+    fs.put("/a/.kbuild/k.o", "stale");
+    EXPECT_FALSE(cache.restore(job));
+    EXPECT_EQ(fs.content("/a/.kbuild/k.o"), "stale");  // nothing restored
+    EXPECT_FALSE(fs.has(files.object));
+    fs.put(files.object, good_object);
+  }
+  // Manifests of the wrong shape, or whose result is a path: misses; nothing outside the cache read.
+  fs.put("/etc/passwd", "root:x:0:0");
+  for (const std::string& bad :
+       {std::string(R"({"entries": [{"result": 5, "inputs": []}]})"), std::string(R"({"entries": "x"})"),
+        std::string("[1, 2]"), std::string("not json"),
+        good_manifest.substr(0, good_manifest.find("\"result\"")) + "\"result\":\"../../../../etc/passwd\"}]}"}) {
+    fs.put(files.manifest, bad);
+    EXPECT_FALSE(cache.restore(job)) << bad;
+    EXPECT_FALSE(fs.has(files.manifest)) << bad;
+  }
+  EXPECT_EQ(cache.run_counters().corrupt, 7u);
+  EXPECT_TRUE(warnings.empty());  // damage is a miss, not a problem to warn about
+  // The next store repairs the entry.
+  fs.put("/a/.kbuild/k.o", "OBJECT BYTES");
+  cache.store(job, {"/a/k.cu"});
+  fs.put("/a/.kbuild/k.o", "stale");
+  ASSERT_TRUE(cache.restore(job));
+  EXPECT_EQ(fs.content("/a/.kbuild/k.o"), "OBJECT BYTES");
+  cache.finish();
+  EXPECT_EQ(CompileCache::summarize(fs, "/cache")->counters.corrupt, 7u);
+}
+
+TEST(CompileCache, VerifyRemovesWhatIsDamaged) {
+  fakes::MemFileSystem fs;
+  CompileCache cache(fs, "/cache", 1 << 30, nullptr);
+  fs.put("/a/k.cu", "kernel");
+  fs.put("/a/.kbuild/k.o", "OBJECT BYTES");
+  cache.store(compile_job("/a", "/t"), {"/a/k.cu"});
+  fs.put("/cache/objects/ab/abcd", "KBOBJ1 0000 3\nxyz");
+  fs.put("/cache/manifests/ab/abcd", "{}");
+  auto report = CompileCache::verify(fs, "/cache");
+  ASSERT_TRUE(report);
+  EXPECT_EQ(report->objects, 2u);
+  EXPECT_EQ(report->manifests, 2u);
+  EXPECT_EQ(report->removed, 2u);
+  EXPECT_FALSE(fs.has("/cache/objects/ab/abcd"));
+  EXPECT_EQ(CompileCache::verify(fs, "/cache")->removed, 0u);
 }

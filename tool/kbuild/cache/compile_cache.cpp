@@ -17,7 +17,42 @@ namespace fs = std::filesystem;
 
 namespace {
 constexpr size_t k_manifest_entries = 16;
+
+bool is_hex64(const nlohmann::json& value) {
+  if (!value.is_string()) return false;
+  const auto& text = value.get_ref<const std::string&>();
+  return text.size() == 64 &&
+         std::all_of(text.begin(), text.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
+
+// The entries of a manifest, or nullopt when it does not have exactly the documented shape.
+std::optional<nlohmann::json> valid_entries(const std::string& text) {
+  auto manifest = nlohmann::json::parse(text, nullptr, false);
+  if (!manifest.is_object() || !manifest.contains("entries") || !manifest["entries"].is_array()) return std::nullopt;
+  for (const auto& entry : manifest["entries"]) {
+    if (!entry.is_object() || !is_hex64(entry.value("result", nlohmann::json())) || !entry.contains("inputs") ||
+        !entry["inputs"].is_array())
+      return std::nullopt;
+    for (const auto& input : entry["inputs"])
+      if (!input.is_array() || input.size() != 2 || !input[0].is_string() || !is_hex64(input[1])) return std::nullopt;
+  }
+  return manifest["entries"];
+}
+
+std::string object_header(std::string_view bytes) {
+  return "KBOBJ1 " + util::sha256_hex(bytes) + " " + std::to_string(bytes.size()) + "\n";
+}
+
+// The bytes of a stored object when its header matches them; nullopt when damaged.
+std::optional<std::string> object_bytes(std::string stored) {
+  size_t newline = stored.find('\n');
+  if (newline == std::string::npos || newline > 100 || !stored.starts_with("KBOBJ1 ")) return std::nullopt;
+  std::string header = stored.substr(0, newline + 1);
+  std::string bytes = stored.substr(newline + 1);
+  if (object_header(bytes) != header) return std::nullopt;
+  return bytes;
+}
+}  // namespace
 
 std::optional<std::uint64_t> parse_size(std::string_view text) {
   size_t digits = 0;
@@ -59,6 +94,11 @@ fs::path CompileCache::manifest_path(const std::string& key) const {
   return util::CacheLayout{m_dir}.manifests() / key.substr(0, 2) / key;
 }
 
+void CompileCache::discard(const fs::path& damaged) {
+  ++m_run.corrupt;
+  (void)m_fs.remove_all(damaged);
+}
+
 void CompileCache::warn_once(const std::string& message) {
   ++m_run.errors;
   if (!m_warned && m_warn) m_warn("compile cache: " + message + " (building without it)");
@@ -92,13 +132,12 @@ Result<bool> CompileCache::try_restore(const plan::Job& job) {
     std::string k1 = manifest_key(job, source_sha);
     auto text = m_fs.read_file(manifest_path(k1));
     if (!text) return false;
-    nlohmann::json manifest;
-    try {
-      manifest = nlohmann::json::parse(*text);
-    } catch (const std::exception&) {
-      return false;  // a damaged manifest is a miss; the next store rewrites it
+    auto entries = valid_entries(*text);
+    if (!entries) {
+      discard(manifest_path(k1));  // a damaged manifest is a miss; the next store writes a new one
+      return false;
     }
-    for (const auto& entry : manifest.value("entries", nlohmann::json::array())) {
+    for (const auto& entry : *entries) {
       bool match = true;
       std::vector<std::string> paths;
       for (const auto& input : entry.at("inputs")) {
@@ -119,8 +158,13 @@ Result<bool> CompileCache::try_restore(const plan::Job& job) {
     if (key.empty()) return false;
   }
   fs::path object = object_path(key);
-  auto bytes = m_fs.read_file(object);
-  if (!bytes) return false;
+  auto stored = m_fs.read_file(object);
+  if (!stored) return false;
+  auto bytes = object_bytes(std::move(*stored));
+  if (!bytes) {
+    discard(object);
+    return false;
+  }
   KB_TRY(m_fs.write_file_atomic(job.outputs.front(), *bytes, job.kind == plan::JobKind::link));
   if (job.depfile) {
     std::string depfile = job.outputs.front().string() + ":";
@@ -163,25 +207,22 @@ Result<void> CompileCache::try_store(const plan::Job& job, const std::vector<std
     key = result_key(k1, inputs);
   }
   fs::path object = object_path(key);
-  if (!m_fs.stat(object).is_file) {
+  auto existing = m_fs.stat(object).is_file ? m_fs.read_file(object) : Result<std::string>(fail(""));
+  if (!existing || !object_bytes(std::move(*existing))) {
     KB_TRY_ASSIGN(std::string bytes, m_fs.read_file(job.outputs.front()));
-    KB_TRY(m_fs.write_file_atomic(object, bytes));
+    KB_TRY(m_fs.write_file_atomic(object, object_header(bytes) + bytes));
   }
   if (!k1.empty()) {
-    nlohmann::json manifest = {{"entries", nlohmann::json::array()}};
-    if (auto text = m_fs.read_file(manifest_path(k1))) {
-      try {
-        manifest = nlohmann::json::parse(*text);
-      } catch (const std::exception&) {
-      }
-    }
+    nlohmann::json previous = nlohmann::json::array();
+    if (auto text = m_fs.read_file(manifest_path(k1)))
+      if (auto valid = valid_entries(*text)) previous = *valid;
     nlohmann::json entries = nlohmann::json::array();
     nlohmann::json entry = {{"result", key}, {"inputs", nlohmann::json::array()}};
     std::sort(inputs.begin(), inputs.end());
     for (const auto& [path, sha] : inputs) entry["inputs"].push_back({path, sha});
     entries.push_back(entry);
-    for (const auto& old : manifest.value("entries", nlohmann::json::array()))
-      if (old.value("result", "") != key && entries.size() < k_manifest_entries) entries.push_back(old);
+    for (const auto& old : previous)
+      if (old["result"] != key && entries.size() < k_manifest_entries) entries.push_back(old);
     KB_TRY(m_fs.write_file_atomic(manifest_path(k1), nlohmann::json{{"entries", entries}}.dump() + "\n"));
   }
   ++m_run.stores;
@@ -198,7 +239,7 @@ Result<CacheSummary> CompileCache::summarize(const util::FileSystem& fs, const f
     try {
       auto j = nlohmann::json::parse(*text);
       summary.counters = {j.value("hits", 0ull), j.value("misses", 0ull), j.value("stores", 0ull),
-                          j.value("errors", 0ull)};
+                          j.value("errors", 0ull), j.value("corrupt", 0ull)};
     } catch (const std::exception&) {
     }
   }
@@ -237,13 +278,40 @@ Result<std::uint64_t> CompileCache::evict(util::FileSystem& fs, const fs::path& 
   return freed;
 }
 
+Result<CompileCache::VerifyReport> CompileCache::verify(util::FileSystem& fs, const fs::path& dir) {
+  VerifyReport report;
+  util::CacheLayout layout{dir};
+  if (fs.stat(layout.objects()).is_dir) {
+    KB_TRY_ASSIGN(auto files, util::list_files_recursive(fs, layout.objects()));
+    for (const auto& rel : files) {
+      ++report.objects;
+      auto stored = fs.read_file(layout.objects() / rel);
+      if (stored && object_bytes(std::move(*stored))) continue;
+      KB_TRY(fs.remove_all(layout.objects() / rel));
+      ++report.removed;
+    }
+  }
+  if (fs.stat(layout.manifests()).is_dir) {
+    KB_TRY_ASSIGN(auto files, util::list_files_recursive(fs, layout.manifests()));
+    for (const auto& rel : files) {
+      ++report.manifests;
+      auto text = fs.read_file(layout.manifests() / rel);
+      if (text && valid_entries(*text)) continue;
+      KB_TRY(fs.remove_all(layout.manifests() / rel));
+      ++report.removed;
+    }
+  }
+  return report;
+}
+
 void CompileCache::finish() {
   CacheSummary summary;
   if (auto existing = summarize(m_fs, m_dir)) summary = *existing;
   nlohmann::json stats = {{"hits", summary.counters.hits + m_run.hits},
                           {"misses", summary.counters.misses + m_run.misses},
                           {"stores", summary.counters.stores + m_run.stores},
-                          {"errors", summary.counters.errors + m_run.errors}};
+                          {"errors", summary.counters.errors + m_run.errors},
+                          {"corrupt", summary.counters.corrupt + m_run.corrupt}};
   if (!m_fs.write_file_atomic(util::CacheLayout{m_dir}.stats(), stats.dump() + "\n")) return;
   if (m_run.stores > 0 && summary.bytes > m_max_bytes) (void)evict(m_fs, m_dir, m_max_bytes / 10 * 9);
 }

@@ -5,15 +5,23 @@
 // version. A cache problem is a warning, never a failed build.
 //
 // On-disk format under the cache directory:
-//   objects/<k[0:2]>/<k>        the output of a job (object file or shared library), key k
+//   objects/<k[0:2]>/<k>        the output of a job (object file or shared library), key k, as
+//                               "KBOBJ1 <sha256 of the bytes> <size>\n" followed by the bytes
 //   manifests/<m[0:2]>/<m>      JSON {"entries": [{"result": k, "inputs": [[path, sha256], ...]}]}:
 //                               for manifest key m, the prerequisites the compiler read (paths
 //                               normalised: $K/..., $TORCH/..., $CUDA/...) with their content
 //                               hashes, and the result key; newest first, at most 16. A hit
 //                               rewrites the job's depfile from the matching entry.
-//   stats                       JSON counters {"hits", "misses", "stores", "errors"} summed over runs
+//   stats                       JSON counters {"hits", "misses", "stores", "errors", "corrupt"}
+//                               summed over runs
 // Every file is written to a temporary name and renamed into place. Objects are evicted oldest
 // (by modification time, refreshed on every hit) first when their total exceeds the size cap.
+//
+// The cache trusts nothing it reads: an object is restored only when its bytes hash to the sha256
+// in its header; a manifest must have exactly the shape above, with 64-hex result keys (never a
+// path) and 64-hex input hashes. Anything else is a miss, the damaged file is removed and counted
+// ("corrupt"), and the job runs as if the cache were empty: a damaged cache never fails a build and
+// never yields a bad output.
 
 #include <cstdint>
 #include <filesystem>
@@ -34,6 +42,7 @@ struct CacheCounters {
   std::uint64_t misses = 0;
   std::uint64_t stores = 0;
   std::uint64_t errors = 0;
+  std::uint64_t corrupt = 0;  ///< damaged entries found (and removed)
 };
 
 struct CacheSummary {
@@ -55,6 +64,13 @@ class CompileCache final : public exec::JobCache {
 
   /// Reads the stats file and sizes the objects directory.
   static Result<CacheSummary> summarize(const util::FileSystem& fs, const std::filesystem::path& dir);
+  struct VerifyReport {
+    std::uint64_t objects = 0;
+    std::uint64_t manifests = 0;
+    std::uint64_t removed = 0;  ///< damaged objects and manifests removed
+  };
+  /// Checks every object and manifest (`kbuild cache verify`), removing damaged ones.
+  static Result<VerifyReport> verify(util::FileSystem& fs, const std::filesystem::path& dir);
   /// Removes objects until their total is at most `target_bytes`, oldest first; returns bytes freed.
   static Result<std::uint64_t> evict(util::FileSystem& fs, const std::filesystem::path& dir,
                                      std::uint64_t target_bytes);
@@ -66,6 +82,8 @@ class CompileCache final : public exec::JobCache {
   std::filesystem::path object_path(const std::string& key) const;
   std::filesystem::path manifest_path(const std::string& key) const;
   void warn_once(const std::string& message);
+  /// Removes a damaged cache file and counts it (never an error: the job just runs).
+  void discard(const std::filesystem::path& damaged);
 
   util::FileSystem& m_fs;
   std::filesystem::path m_dir;

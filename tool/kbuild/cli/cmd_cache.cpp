@@ -28,6 +28,7 @@ Result<ExitCode> run_stats(Services& services) {
              lookups ? 100.0 * c.hits / lookups : 0.0);
   fmt::print("stores            {}\n", c.stores);
   fmt::print("errors            {}\n", c.errors);
+  fmt::print("damaged entries   {} (found and removed; each was a miss)\n", c.corrupt);
   return ExitCode::ok;
 }
 
@@ -44,6 +45,14 @@ Result<ExitCode> run_clean_cache(bool toolchains, Services& services) {
   return ExitCode::ok;
 }
 
+Result<ExitCode> run_verify(Services& services) {
+  auto dir = util::CacheLayout::from_environment(services.env).root;
+  KB_TRY_ASSIGN(auto report, cache::CompileCache::verify(services.fs, dir));
+  fmt::print("checked {} objects and {} manifests in {}: {} damaged, removed\n", report.objects, report.manifests,
+             dir.string(), report.removed);
+  return ExitCode::ok;
+}
+
 }  // namespace
 
 void register_cache(CLI::App& app, CommandAction& action) {
@@ -51,6 +60,9 @@ void register_cache(CLI::App& app, CommandAction& action) {
   group->require_subcommand(1);
   CLI::App* stats = group->add_subcommand("stats", "Entries, size and hit rate of the compile cache");
   stats->callback([&action] { action = [](Services& s) { return run_stats(s); }; });
+  CLI::App* verify = group->add_subcommand(
+      "verify", "Check every cached object against its checksum and every manifest's shape; remove damaged ones");
+  verify->callback([&action] { action = [](Services& s) { return run_verify(s); }; });
   auto toolchains = std::make_shared<bool>(false);
   CLI::App* clean = group->add_subcommand("clean", "Remove every cached object (and with --toolchains the toolchains)");
   clean->add_flag("--toolchains", *toolchains, "Also remove downloaded and unpacked toolchains");
