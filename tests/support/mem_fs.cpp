@@ -52,6 +52,32 @@ Result<void> MemFileSystem::create_symlink(const std::filesystem::path& target, 
   return {};
 }
 
+namespace {
+class MemLock final : public util::FileLock {
+ public:
+  MemLock(MemFileSystem& fs, std::set<std::string>& locks, std::string path)
+      : m_fs(fs), m_locks(locks), m_path(std::move(path)) {}
+  ~MemLock() override { m_locks.erase(m_path); }
+  void set_owner(std::string_view text) override { (void)m_fs.write_file_atomic(m_path, text); }
+
+ private:
+  MemFileSystem& m_fs;
+  std::set<std::string>& m_locks;
+  std::string m_path;
+};
+}  // namespace
+
+Result<std::unique_ptr<util::FileLock>> MemFileSystem::lock_file(const std::filesystem::path& path, bool wait) {
+  std::string p = norm(path);
+  if (m_locks.count(p)) {
+    if (wait) return fail("MemFileSystem: waiting on a held lock would block forever: " + p);
+    return std::unique_ptr<util::FileLock>();
+  }
+  if (!m_files.count(p)) put(p, "");
+  m_locks.insert(p);
+  return std::unique_ptr<util::FileLock>(std::make_unique<MemLock>(*this, m_locks, p));
+}
+
 util::FileStat MemFileSystem::stat(const std::filesystem::path& path) const {
   util::FileStat st;
   std::string p = follow(norm(path));

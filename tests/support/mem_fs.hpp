@@ -33,6 +33,10 @@ class MemFileSystem final : public util::FileSystem {
   Result<void> rename(const std::filesystem::path& from, const std::filesystem::path& to) override;
   /// Links are followed by stat and read_file (target resolved against the link's directory).
   Result<void> create_symlink(const std::filesystem::path& target, const std::filesystem::path& link) override;
+  /// Locks held by handles alive now (a second lock on one path is refused, as another process's
+  /// would be; waiting is not modelled: `wait` on a held lock is an error).
+  Result<std::unique_ptr<util::FileLock>> lock_file(const std::filesystem::path& path, bool wait) override;
+  bool locked(const std::string& path) const { return m_locks.count(path) > 0; }
   /// The target of a link created with create_symlink, or "" if `path` is none.
   std::string link_target(const std::string& path) const;
 
@@ -47,6 +51,7 @@ class MemFileSystem final : public util::FileSystem {
   /// The path a link points to (resolved), or `path` itself when it is not a link.
   std::string follow(const std::string& path) const;
   std::map<std::string, File> m_files;
+  std::set<std::string> m_locks;
   std::set<std::string> m_dirs;
   std::vector<std::string> m_written;
   std::int64_t m_clock = 1'000'000'000;

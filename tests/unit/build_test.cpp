@@ -229,3 +229,19 @@ TEST(BuildIdentity, ExplicitThenGitThenAKeptRandomId) {
   ASSERT_TRUE(git->kernel_git);
   EXPECT_TRUE(git->kernel_git->dirty);
 }
+
+TEST_F(BuildFixture, OneBuildOfAKernelDirectoryAtATime) {
+  ASSERT_TRUE(fs.make_dirs("/k/.kbuild"));
+  auto held = fs.lock_file("/k/.kbuild/lock", false);
+  ASSERT_TRUE(held && *held);
+  (*held)->set_owner("kbuild pid 4242\n");
+  auto r = request();
+  r.wait_for_lock = false;
+  auto busy = build::build(r, services);
+  ASSERT_FALSE(busy);
+  EXPECT_NE(busy.error().message.find("kbuild pid 4242 is building /k"), std::string::npos) << busy.error().message;
+  EXPECT_TRUE(runner.started.empty());
+  held->reset();  // the other build finished
+  ASSERT_TRUE(build::build(r, services));
+  EXPECT_FALSE(fs.locked("/k/.kbuild/lock"));  // released when the build returns
+}

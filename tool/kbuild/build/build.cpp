@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
 #include <deque>
 
 #include "kbuild/build/actions.hpp"
@@ -15,6 +17,7 @@
 #include "kbuild/plan/planner.hpp"
 #include "kbuild/toolchain/probe.hpp"
 #include "kbuild/util/cache_layout.hpp"
+#include "kbuild/util/log.hpp"
 #include "kbuild/util/strings.hpp"
 
 namespace kbuild::build {
@@ -92,6 +95,24 @@ Result<exec::ExecSummary> execute(const BuildRequest& request, BuildServices& se
 
 }  // namespace
 
+Result<std::unique_ptr<util::FileLock>> lock_kernel_dir(util::FileSystem& fs, const std::filesystem::path& work_dir,
+                                                        bool wait,
+                                                        const std::function<void(const std::string&)>& waiting) {
+  const auto path = work_dir / "lock";
+  KB_TRY_ASSIGN(auto lock, fs.lock_file(path, false));
+  if (!lock) {
+    std::string holder(util::trim(fs.read_file(path).value_or("")));
+    std::string who = holder.empty() ? "another kbuild" : holder;
+    if (!wait)
+      return fail(who + " is building " + work_dir.parent_path().string() + " right now",
+                  "wait for it to finish, or run without --no-wait to wait automatically");
+    if (waiting) waiting("waiting for the build in " + who + " to finish (" + path.string() + ")");
+    KB_TRY_ASSIGN(lock, fs.lock_file(path, true));
+  }
+  lock->set_owner("kbuild pid " + std::to_string(::getpid()) + "\n");
+  return lock;
+}
+
 Result<BuildOutcome> build(const BuildRequest& request, BuildServices& services) {
   auto start = services.clock.now();
   const auto& kernel_dir = request.kernel_dir;
@@ -112,6 +133,8 @@ Result<BuildOutcome> build(const BuildRequest& request, BuildServices& services)
   probe.need_torch = !request.matrix;
   probe.memo_file = work_dir / (request.matrix ? "toolchain-matrix.json" : "toolchain.json");
   KB_TRY(services.fs.make_dirs(work_dir));
+  KB_TRY_ASSIGN(auto lock, lock_kernel_dir(services.fs, work_dir, request.wait_for_lock,
+                                           [](const std::string& line) { util::log::info(line); }));
   (void)services.fs.write_file_atomic(work_dir / ".gitignore", "# kbuild intermediates, never shipped\n*\n");
   KB_TRY_ASSIGN(toolchain::Toolchain local, toolchain::probe_local_toolchain(services.launcher, services.fs, probe));
 

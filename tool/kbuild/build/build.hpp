@@ -10,6 +10,8 @@
 //   5. failures and interrupts become errors (exit 1 and 130); success is a BuildOutcome.
 
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -50,6 +52,8 @@ struct BuildRequest {
   bool locked = false;
   std::vector<std::string> cuda_toolkits;  ///< --cuda-toolkit VERSION=PATH
   bool use_cache = true;
+  /// Another build of the same kernel directory holds .kbuild/lock: wait for it (true), or fail.
+  bool wait_for_lock = true;
   bool download_progress = false;  ///< let pip draw progress bars (a terminal)
   std::string builder_version;     ///< provenance."kernel-builder".version in metadata.json
   config::DiagnosticSink diagnostics;
@@ -62,5 +66,12 @@ struct BuildOutcome {
 };
 
 Result<BuildOutcome> build(const BuildRequest& request, BuildServices& services);
+
+/// Takes the kernel directory's build lock (<work_dir>/lock): one build (or clean) of a directory
+/// at a time. When another process holds it: with `wait`, says so through `waiting` and waits;
+/// without, fails naming the holder.
+Result<std::unique_ptr<util::FileLock>> lock_kernel_dir(util::FileSystem& fs, const std::filesystem::path& work_dir,
+                                                        bool wait,
+                                                        const std::function<void(const std::string&)>& waiting);
 
 }  // namespace kbuild::build

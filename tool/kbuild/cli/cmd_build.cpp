@@ -27,6 +27,7 @@ struct BuildOptions {
   bool locked = false;
   std::vector<std::string> cuda_toolkits;
   bool no_cache = false;
+  bool no_wait = false;
 
   bool matrix_mode() const {
     return matrix || !filter.variants.empty() || !filter.torch.empty() || !filter.cuda.empty();
@@ -53,6 +54,7 @@ Result<ExitCode> run_build(const BuildOptions& options, Services& services) {
   request.locked = options.locked;
   request.cuda_toolkits = options.cuda_toolkits;
   request.use_cache = !options.no_cache;
+  request.wait_for_lock = !options.no_wait;
   request.download_progress = terminal;
   request.builder_version = builder_id();
   request.diagnostics = print_diagnostics;
@@ -93,6 +95,8 @@ void register_build(CLI::App& app, CommandAction& action) {
   cmd->add_option("--cuda-toolkit", options->cuda_toolkits,
                   "A local CUDA toolkit for a matrix CUDA version, VERSION=PATH (e.g. 12.6=/usr/local/cuda-12.6)");
   cmd->add_flag("--no-cache", options->no_cache, "Do not use the compile cache ($KBUILD_CACHE/objects)");
+  cmd->add_flag("--no-wait", options->no_wait,
+                "Fail at once when another build of this kernel directory is running (default: wait for it)");
   cmd->callback([options, &action] { action = [options](Services& s) { return run_build(*options, s); }; });
 }
 

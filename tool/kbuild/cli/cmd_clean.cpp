@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include "kbuild/build/clean.hpp"
 #include "kbuild/cli/command.hpp"
 
 namespace kbuild::cli {
@@ -16,23 +17,11 @@ struct CleanOptions {
 
 Result<ExitCode> run_clean(const CleanOptions& options, Services& services) {
   auto kernel_dir = absolute_dir(options.kernel_dir);
-  if (!services.fs.stat(kernel_dir / "build.toml").is_file)
-    return fail(kernel_dir.string() + " is not a kernel directory (no build.toml); nothing removed",
-                "run kbuild clean inside the kernel directory or pass it as an argument", ExitCode::usage);
-  std::vector<std::filesystem::path> targets = {kernel_dir / ".kbuild"};
-  if (options.all) targets.push_back(kernel_dir / "build");
-  bool found = false;
-  for (const auto& target : targets) {
-    if (!services.fs.stat(target).exists) continue;
-    found = true;
-    if (options.dry_run) {
-      fmt::print("would remove {}\n", target.string());
-      continue;
-    }
-    KB_TRY(services.fs.remove_all(target));
-    fmt::print("removed {}\n", target.string());
-  }
-  if (!found) fmt::print("nothing to remove in {}\n", kernel_dir.string());
+  KB_TRY_ASSIGN(auto outcome, build::clean(services.fs, kernel_dir, options.all, options.dry_run,
+                                           [](const std::string& line) { fmt::print(stderr, "kbuild: {}\n", line); }));
+  for (const auto& path : outcome.removed)
+    fmt::print("{} {}\n", options.dry_run ? "would remove" : "removed", path.string());
+  if (outcome.removed.empty()) fmt::print("nothing to remove in {}\n", kernel_dir.string());
   return ExitCode::ok;
 }
 

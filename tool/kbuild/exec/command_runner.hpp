@@ -33,6 +33,10 @@ class CommandRunner {
 };
 
 /// Real processes: posix_spawn, each command in its own process group, output through a pipe.
+/// Runs commands as child processes, each in its own process group (so a terminal's Ctrl-C reaches
+/// kbuild, which then stops them in order). No command outlives kbuild: a guardian process, forked
+/// at the first start(), holds the read end of a pipe and the list of running process groups; when
+/// kbuild dies in any way (even kill -9) the pipe closes and the guardian kills every group left.
 class SubprocessRunner final : public CommandRunner {
  public:
   SubprocessRunner();
@@ -50,7 +54,12 @@ class SubprocessRunner final : public CommandRunner {
     std::string output;
     double started;
   };
+  void ensure_guardian();
+  void tell_guardian(int pid);  ///< >0: a new group; <0: a group that is gone
+
   std::vector<Child> m_children;
+  int m_guardian_fd = -1;
+  int m_guardian_pid = -1;
 };
 
 }  // namespace kbuild::exec

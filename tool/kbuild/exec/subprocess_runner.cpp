@@ -29,16 +29,72 @@ int reap(int pid) {
   }
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
+
+// The guardian's life: register and forget process groups from the pipe; at EOF (kbuild is gone),
+// kill what is left, then exit. Runs in a fresh fork: no allocation needed beyond a fixed table.
+[[noreturn]] void guardian_main(int read_fd) {
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) ::signal(sig, SIG_IGN);
+  for (int fd = 3; fd < 1024; ++fd)
+    if (fd != read_fd) ::close(fd);  // above all: never hold kbuild's build lock
+  constexpr int k_max = 4096;
+  static int groups[k_max];
+  int count = 0;
+  for (;;) {
+    int pid = 0;
+    ssize_t n = ::read(read_fd, &pid, sizeof pid);
+    if (n < 0 && errno == EINTR) continue;
+    if (n != sizeof pid) break;  // EOF: kbuild exited or died
+    if (pid > 0 && count < k_max) {
+      groups[count++] = pid;
+    } else if (pid < 0) {
+      for (int i = 0; i < count; ++i)
+        if (groups[i] == -pid) groups[i] = groups[--count];
+    }
+  }
+  for (int i = 0; i < count; ++i) ::kill(-groups[i], SIGKILL);
+  ::_exit(0);
+}
+
 }  // namespace
 
 SubprocessRunner::SubprocessRunner() = default;
 
-SubprocessRunner::~SubprocessRunner() { abort_all(); }
+SubprocessRunner::~SubprocessRunner() {
+  abort_all();
+  if (m_guardian_fd >= 0) {
+    ::close(m_guardian_fd);  // EOF: the guardian exits
+    int status = 0;
+    while (::waitpid(m_guardian_pid, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+}
+
+void SubprocessRunner::ensure_guardian() {
+  if (m_guardian_fd >= 0) return;
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return;  // without a guardian, commands are still stopped on Ctrl-C
+  pid_t pid = ::fork();
+  if (pid == 0) guardian_main(fds[0]);
+  ::close(fds[0]);
+  if (pid < 0) {
+    ::close(fds[1]);
+    return;
+  }
+  m_guardian_fd = fds[1];
+  m_guardian_pid = pid;
+}
+
+void SubprocessRunner::tell_guardian(int pid) {
+  if (m_guardian_fd < 0) return;
+  while (::write(m_guardian_fd, &pid, sizeof pid) < 0 && errno == EINTR) {
+  }
+}
 
 Result<void> SubprocessRunner::start(size_t token, const std::vector<std::string>& argv) {
   if (argv.empty()) return fail("internal error: empty command");
   auto program = util::RealProcessLauncher().find(argv[0]);
   if (!program) return fail("program not found: " + argv[0], "check PATH", ExitCode::toolchain);
+  ensure_guardian();
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return fail(std::string("pipe: ") + std::strerror(errno));
   posix_spawn_file_actions_t actions;
@@ -72,6 +128,7 @@ Result<void> SubprocessRunner::start(size_t token, const std::vector<std::string
     ::close(fds[0]);
     return fail("cannot run " + argv[0] + ": " + std::strerror(rc), "", ExitCode::toolchain);
   }
+  tell_guardian(pid);
   m_children.push_back({token, pid, fds[0], {}, now_seconds()});
   return {};
 }
@@ -100,6 +157,7 @@ std::optional<CommandResult> SubprocessRunner::wait() {
       // EOF: the child closed its output; reap it.
       ::close(child.fd);
       CommandResult result{child.token, reap(child.pid), std::move(child.output), now_seconds() - child.started};
+      tell_guardian(-child.pid);
       m_children.erase(m_children.begin() + static_cast<std::ptrdiff_t>(i));
       return result;
     }
@@ -123,6 +181,7 @@ void SubprocessRunner::abort_all() {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     ::close(child.fd);
+    tell_guardian(-child.pid);
   }
   m_children.clear();
 }

@@ -1,6 +1,7 @@
 #include "kbuild/util/fs.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -8,6 +9,8 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+
+#include "kbuild/util/system.hpp"
 
 namespace kbuild::util {
 
@@ -42,8 +45,46 @@ Result<std::string> RealFileSystem::read_file(const fs::path& path) const {
 
 fs::path temp_sibling(const fs::path& path) {
   static std::atomic<unsigned> counter{0};
-  return path.parent_path() /
-         ("." + path.filename().string() + ".tmp" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+  static const std::string salt = [] {
+    std::string raw = RealRandom().bytes(4);
+    static const char* k_hex = "0123456789abcdef";
+    std::string hex;
+    for (unsigned char c : raw) hex += {k_hex[c >> 4], k_hex[c & 15]};
+    return hex;
+  }();
+  return path.parent_path() / ("." + path.filename().string() + ".tmp" + std::to_string(::getpid()) + "-" + salt + "-" +
+                               std::to_string(counter++));
+}
+
+namespace {
+class FdLock final : public FileLock {
+ public:
+  explicit FdLock(int fd) : m_fd(fd) {}
+  ~FdLock() override { ::close(m_fd); }
+  void set_owner(std::string_view text) override {
+    if (::ftruncate(m_fd, 0) == 0) (void)!::pwrite(m_fd, text.data(), text.size(), 0);
+  }
+
+ private:
+  int m_fd;
+};
+}  // namespace
+
+Result<std::unique_ptr<FileLock>> RealFileSystem::lock_file(const fs::path& path, bool wait) {
+  if (path.has_parent_path()) KB_TRY(make_dirs(path.parent_path()));
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    int saved = errno;
+    return io_fail("cannot open the lock " + path.string() + ": " + std::strerror(saved), saved);
+  }
+  while (::flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB)) != 0) {
+    if (errno == EINTR) continue;
+    int saved = errno;
+    ::close(fd);
+    if (saved == EWOULDBLOCK) return std::unique_ptr<FileLock>();
+    return io_fail("cannot lock " + path.string() + ": " + std::strerror(saved), saved);
+  }
+  return std::unique_ptr<FileLock>(std::make_unique<FdLock>(fd));
 }
 
 Result<void> RealFileSystem::write_file_atomic(const fs::path& path, std::string_view content, bool executable) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,15 @@ struct DirEntry {
   bool is_file = false;
 };
 
+/// An exclusive advisory lock on a file, held until destroyed; the OS releases it when the process
+/// dies in any way, so a lock is never left behind.
+class FileLock {
+ public:
+  virtual ~FileLock() = default;
+  /// Replaces the lock file's content (who holds it: e.g. the pid), for others to report.
+  virtual void set_owner(std::string_view text) = 0;
+};
+
 class FileSystem {
  public:
   virtual ~FileSystem() = default;
@@ -49,6 +59,9 @@ class FileSystem {
   /// Creates a symbolic link at `link` whose content is `target` (typically relative); fails if
   /// `link` exists.
   virtual Result<void> create_symlink(const fs::path& target, const fs::path& link) = 0;
+  /// Takes an exclusive lock on `path` (created if missing). With `wait`, blocks until it is free;
+  /// without, returns nullptr when another process holds it.
+  virtual Result<std::unique_ptr<FileLock>> lock_file(const fs::path& path, bool wait) = 0;
   /// Calls `consume` with the file's bytes, in order, in pieces of bounded size: for hashing large
   /// files without holding them in memory. The default reads the whole file.
   virtual Result<void> read_chunks(const fs::path& path, const std::function<void(std::string_view)>& consume) const {
@@ -69,13 +82,15 @@ class RealFileSystem final : public FileSystem {
   Result<void> rename(const fs::path& from, const fs::path& to) override;
   Result<void> touch(const fs::path& path) override;
   Result<void> create_symlink(const fs::path& target, const fs::path& link) override;
+  Result<std::unique_ptr<FileLock>> lock_file(const fs::path& path, bool wait) override;
   Result<void> read_chunks(const fs::path& path, const std::function<void(std::string_view)>& consume) const override;
 };
 
 /// Lists every regular file below `root`, as sorted relative paths with '/' separators.
 Result<std::vector<std::string>> list_files_recursive(const FileSystem& fs, const fs::path& root);
 
-/// A unique name for a temporary sibling of `path` (same directory, so rename() is atomic).
+/// A unique name for a temporary sibling of `path` (same directory, so rename() is atomic): the
+/// process id, a counter and random bits, so no two processes (or calls) ever share one.
 fs::path temp_sibling(const fs::path& path);
 
 }  // namespace kbuild::util

@@ -1,0 +1,35 @@
+#include "kbuild/build/clean.hpp"
+
+#include "kbuild/build/build.hpp"
+
+namespace kbuild::build {
+
+Result<CleanOutcome> clean(util::FileSystem& fs, const std::filesystem::path& kernel_dir, bool all, bool dry_run,
+                           const std::function<void(const std::string&)>& waiting) {
+  if (!fs.stat(kernel_dir / "build.toml").is_file)
+    return fail(kernel_dir.string() + " is not a kernel directory (no build.toml); nothing removed",
+                "run kbuild clean inside the kernel directory or pass it as an argument", ExitCode::usage);
+  CleanOutcome outcome;
+  const auto work_dir = kernel_dir / ".kbuild";
+  std::unique_ptr<util::FileLock> lock;
+  if (!dry_run && fs.stat(work_dir).is_dir) {
+    KB_TRY_ASSIGN(lock, lock_kernel_dir(fs, work_dir, true, waiting));
+  }
+  if (fs.stat(work_dir).is_dir) {
+    KB_TRY_ASSIGN(auto entries, fs.list_dir(work_dir));
+    bool any = false;
+    for (const auto& entry : entries) {
+      if (entry.name == "lock") continue;
+      any = true;
+      if (!dry_run) KB_TRY(fs.remove_all(work_dir / entry.name));
+    }
+    if (any) outcome.removed.push_back(work_dir);
+  }
+  if (all && fs.stat(kernel_dir / "build").exists) {
+    if (!dry_run) KB_TRY(fs.remove_all(kernel_dir / "build"));
+    outcome.removed.push_back(kernel_dir / "build");
+  }
+  return outcome;
+}
+
+}  // namespace kbuild::build
