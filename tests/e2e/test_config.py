@@ -27,6 +27,12 @@ def test_same_verdict_as_kernel_builder(path, tmp_path):
         # A documented kbuild extension (docs/build-toml.md, "Differences"): kernel-builder's parser
         # refuses it. Should it start accepting it, the documentation is out of date.
         assert not kernel_builder_accepts(tmp_path)
+    elif path.stem.startswith("kbuild_stricter_"):
+        # A documented stricter verdict (docs/build-toml.md, "Where kbuild is stricter"): kernel-builder's
+        # parser accepts the file, and kernel-builder fails (or builds nothing) later; kbuild refuses it
+        # at once, with the position. Should kernel-builder start refusing it, the documentation is out
+        # of date.
+        assert kernel_builder_accepts(tmp_path)
     else:
         assert ours == kernel_builder_accepts(tmp_path), result.stderr
 

@@ -78,6 +78,17 @@ Result<std::unique_ptr<util::FileLock>> MemFileSystem::lock_file(const std::file
   return std::unique_ptr<util::FileLock>(std::make_unique<MemLock>(*this, m_locks, p));
 }
 
+Result<std::filesystem::path> MemFileSystem::real_path(const std::filesystem::path& path) const {
+  // Links along the way are resolved too (a linked directory), one component at a time.
+  std::filesystem::path resolved = "/";
+  for (const auto& part : std::filesystem::path(norm(path)).relative_path()) {
+    resolved = follow(norm(resolved / part));
+  }
+  std::string out = norm(resolved);
+  if (!m_files.count(out) && !is_dir(out)) return fail("cannot resolve " + path.string());
+  return std::filesystem::path(out);
+}
+
 util::FileStat MemFileSystem::stat(const std::filesystem::path& path) const {
   util::FileStat st;
   std::string p = follow(norm(path));

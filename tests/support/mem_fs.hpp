@@ -36,6 +36,7 @@ class MemFileSystem final : public util::FileSystem {
   /// Locks held by handles alive now (a second lock on one path is refused, as another process's
   /// would be; waiting is not modelled: `wait` on a held lock is an error).
   Result<std::unique_ptr<util::FileLock>> lock_file(const std::filesystem::path& path, bool wait) override;
+  Result<std::filesystem::path> real_path(const std::filesystem::path& path) const override;
   bool locked(const std::string& path) const { return m_locks.count(path) > 0; }
   /// The target of a link created with create_symlink, or "" if `path` is none.
   std::string link_target(const std::string& path) const;

@@ -39,7 +39,13 @@ bool is_smart_terminal(std::FILE* stream, const util::Environment& env) {
 }
 
 void print_diagnostics(const std::vector<config::Diagnostic>& diagnostics) {
-  fmt::print(stderr, "{}", config::format_diagnostics(diagnostics));
+  // A file can have thousands of problems; the first ones are what a user fixes first.
+  constexpr size_t k_shown = 50;
+  std::vector<config::Diagnostic> shown(
+      diagnostics.begin(), diagnostics.begin() + static_cast<std::ptrdiff_t>(std::min(k_shown, diagnostics.size())));
+  fmt::print(stderr, "{}", config::format_diagnostics(shown));
+  if (diagnostics.size() > k_shown)
+    fmt::print(stderr, "... and {} more problems (fix the ones above first)\n", diagnostics.size() - k_shown);
 }
 
 namespace {

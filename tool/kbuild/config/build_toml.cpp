@@ -11,7 +11,7 @@
 namespace kbuild::config {
 
 bool is_valid_kernel_name(std::string_view name) {
-  if (name.size() < 2) return false;
+  if (name.size() < 2 || name.size() > k_max_kernel_name) return false;
   if (!(name.front() >= 'a' && name.front() <= 'z')) return false;
   char last = name.back();
   if (!((last >= 'a' && last <= 'z') || (last >= '0' && last <= '9'))) return false;
@@ -31,6 +31,31 @@ bool is_valid_git_url(std::string_view url) {
   size_t colon = url.find(':');
   return at != std::string_view::npos && at > 0 && colon != std::string_view::npos && colon > at + 1 &&
          colon + 1 < url.size() && url[colon + 1] != '/' && url.find('/') > at;
+}
+
+std::expected<std::string, std::string> normalize_kernel_path(std::string_view path) {
+  if (path.empty()) return std::unexpected("an empty path");
+  if (std::any_of(path.begin(), path.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; }))
+    return std::unexpected("\"" + util::printable(path) + "\" contains a control character");
+  if (path.front() == '/')
+    return std::unexpected("\"" + std::string(path) + "\" must be a relative path inside the kernel directory");
+  std::vector<std::string> parts;
+  for (const auto& part : util::split(path, '/')) {
+    if (part.empty() || part == ".") continue;
+    if (part == "..")
+      return std::unexpected("\"" + std::string(path) +
+                             "\" must not contain \"..\" (paths stay inside the kernel directory)");
+    parts.push_back(part);
+  }
+  if (parts.empty()) return std::unexpected("\"" + std::string(path) + "\" names the kernel directory itself");
+  return util::join(parts, "/");
+}
+
+const std::vector<std::string>& known_cuda_capabilities() {
+  static const std::vector<std::string> k_known = {"3.0", "3.2",  "3.5",  "3.7",  "5.0",  "5.2",  "5.3", "6.0", "6.1",
+                                                   "6.2", "7.0",  "7.2",  "7.5",  "8.0",  "8.6",  "8.7", "8.8", "8.9",
+                                                   "9.0", "10.0", "10.1", "10.3", "11.0", "12.0", "12.1"};
+  return k_known;
 }
 
 bool is_valid_cuda_capability(std::string_view capability) {
@@ -188,6 +213,17 @@ ParseOutcome parse_build_toml(std::string_view text, const std::string& file_nam
   return outcome;
 }
 
+namespace {
+// Whether `path`, symbolic links resolved, is inside `root` (also resolved).
+bool inside(const util::FileSystem& fs, const std::filesystem::path& root, const std::filesystem::path& path) {
+  auto real_root = fs.real_path(root);
+  auto real = fs.real_path(path);
+  if (!real_root || !real) return false;
+  auto [r, p] = std::mismatch(real_root->begin(), real_root->end(), real->begin(), real->end());
+  return r == real_root->end();
+}
+}  // namespace
+
 std::vector<Diagnostic> check_project_files(const ParseOutcome& outcome, const util::FileSystem& fs,
                                             const std::filesystem::path& root, const std::string& file_name) {
   std::vector<Diagnostic> diagnostics;
@@ -209,14 +245,15 @@ std::vector<Diagnostic> check_project_files(const ParseOutcome& outcome, const u
     if (!list) continue;
     size_t index = std::stoul(key.substr(key.rfind('[') + 1));
     if (index >= list->size()) continue;
-    const std::string& rel = (*list)[index];
+    const std::string& rel = (*list)[index];  // already normalised by the parser
     std::filesystem::path path(rel);
-    if (path.is_absolute() || rel.find("..") != std::string::npos) {
-      diagnostics.push_back(
-          {Severity::error, location, "\"" + rel + "\" must be a relative path inside the kernel directory", ""});
+    util::FileStat st = fs.stat(root / path);
+    if (st.exists && !inside(fs, root, root / path)) {
+      diagnostics.push_back({Severity::error, location,
+                             "\"" + rel + "\" leads outside the kernel directory (through a symbolic link)",
+                             "copy the file into the kernel directory; builds only read what the kernel holds"});
       continue;
     }
-    util::FileStat st = fs.stat(root / path);
     if (is_include ? !st.is_dir : !st.is_file) {
       diagnostics.push_back(
           {Severity::error, location,
@@ -245,6 +282,14 @@ std::vector<Diagnostic> check_project_files(const ParseOutcome& outcome, const u
 
 ParseOutcome load_kernel_config(const util::FileSystem& fs, const std::filesystem::path& root) {
   std::filesystem::path file = root / "build.toml";
+  if (auto st = fs.stat(file); st.exists && (!st.is_file || st.size > (1u << 20))) {
+    ParseOutcome outcome;
+    outcome.diagnostics.push_back({Severity::error,
+                                   {file.string(), 0, 0},
+                                   st.is_file ? "build.toml is larger than 1 MiB" : "build.toml is not a regular file",
+                                   "build.toml is a small text file; check what the path points at"});
+    return outcome;
+  }
   auto text = fs.read_file(file);
   if (!text) {
     ParseOutcome outcome;

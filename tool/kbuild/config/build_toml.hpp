@@ -31,15 +31,25 @@ struct ParseOutcome {
 ParseOutcome parse_build_toml(std::string_view text, const std::string& file_name);
 
 /// Checks the files a parsed config refers to, relative to the kernel directory `root`: sources and
-/// include directories exist, and the Python package torch-ext/<python_name>/__init__.py is there.
+/// include directories exist and, symbolic links resolved, stay inside `root`; the Python package
+/// torch-ext/<python_name>/__init__.py is there.
 std::vector<Diagnostic> check_project_files(const ParseOutcome& outcome, const util::FileSystem& fs,
                                             const std::filesystem::path& root, const std::string& file_name);
 
-/// Reads `<root>/build.toml`, parses and checks it. Diagnostics are always returned; `config` is set
-/// only when there is no error.
+/// Reads `<root>/build.toml` (a regular file of at most 1 MiB), parses and checks it. Diagnostics are
+/// always returned; `config` is set only when there is no error.
 ParseOutcome load_kernel_config(const util::FileSystem& fs, const std::filesystem::path& root);
 
+/// The longest general.name kbuild accepts: the library is named "_<name>_<backend>_<id>.abi3.so",
+/// which must fit a file name (255 bytes) with the longest backend and a dirty id.
+constexpr size_t k_max_kernel_name = 200;
 bool is_valid_kernel_name(std::string_view name);
+/// A path of build.toml made canonical: relative, '/'-separated, without "." components; an error
+/// (the reason) for an empty or absolute path, a ".." component, or a control character (a NUL
+/// would silently cut the path short).
+std::expected<std::string, std::string> normalize_kernel_path(std::string_view path);
+/// CUDA capabilities that exist (compute capability major.minor of a real GPU architecture).
+const std::vector<std::string>& known_cuda_capabilities();
 bool is_valid_git_url(std::string_view url);
 /// A CUDA capability as build.toml writes it: "9.0", "10.0a", "12.0f", "8.0+PTX".
 bool is_valid_cuda_capability(std::string_view capability);

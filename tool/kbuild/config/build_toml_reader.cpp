@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <map>
 
 #include "kbuild/config/build_toml_parser.hpp"
 #include "kbuild/util/strings.hpp"
@@ -41,6 +42,7 @@ std::optional<std::vector<std::string>> TableReader::strings(std::string_view ke
     return std::nullopt;
   }
   std::vector<std::string> out;
+  std::map<std::string, size_t> seen;  // normalised path -> index, for duplicates
   bool ok = true;
   for (size_t i = 0; i < array->size(); ++i) {
     const toml::node& element = *array->get(i);
@@ -50,8 +52,31 @@ std::optional<std::vector<std::string>> TableReader::strings(std::string_view ke
       ok = false;
       continue;
     }
-    out.push_back(*element.value<std::string>());
-    if (path_kind) m_parser.record_path(m_name + "." + std::string(key) + "[" + std::to_string(i) + "]", element);
+    std::string value = *element.value<std::string>();
+    if (path_kind) {
+      auto normalised = normalize_kernel_path(value);
+      if (!normalised) {
+        m_parser.error(m_parser.at(&element), m_name + "." + std::string(key) + ": " + normalised.error(),
+                       "paths are relative to the kernel directory, e.g. \"src/kernel.cu\"");
+        ok = false;
+        continue;
+      }
+      if (auto [it, fresh] = seen.emplace(*normalised, i); !fresh) {
+        m_parser.error(m_parser.at(&element),
+                       m_name + "." + std::string(key) + " lists \"" + *normalised + "\" twice (entries " +
+                           std::to_string(it->second + 1) + " and " + std::to_string(i + 1) + ")",
+                       "remove one of them");
+        ok = false;
+        continue;
+      }
+      value = *normalised;
+      m_parser.record_path(m_name + "." + std::string(key) + "[" + std::to_string(i) + "]", element);
+    } else if (std::any_of(value.begin(), value.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; })) {
+      m_parser.error(m_parser.at(&element), m_name + "." + std::string(key) + " contains a control character");
+      ok = false;
+      continue;
+    }
+    out.push_back(std::move(value));
   }
   if (!ok) return std::nullopt;
   return out;

@@ -61,7 +61,12 @@ void Parser::parse_general(TableReader& general, bool edition5, KernelConfig& co
   General& g = config.general;
   general.allow("edition");
   if (auto name = general.string("name", true)) {
-    if (!is_valid_kernel_name(*name))
+    if (name->size() > k_max_kernel_name)
+      error(at(general.table().get("name")),
+            "general.name is " + std::to_string(name->size()) + " characters long; kbuild accepts at most " +
+                std::to_string(k_max_kernel_name),
+            "the library is named after it and a file name has at most 255 bytes; choose a shorter name");
+    else if (!is_valid_kernel_name(*name))
       error(at(general.table().get("name")), "general.name: \"" + *name + "\" is not a valid kernel name",
             "use lowercase letters, digits and '-', starting with a letter and ending with a letter or "
             "digit, e.g. \"img2gray\"");
@@ -89,7 +94,8 @@ void Parser::parse_general(TableReader& general, bool edition5, KernelConfig& co
               suggestion.empty() ? "backends are: " + util::join(backend_names(), ", ")
                                  : "did you mean \"" + suggestion + "\"?");
       } else if (std::find(g.backends.begin(), g.backends.end(), *backend) != g.backends.end()) {
-        error(at(array->get(i)), "backend \"" + (*backends)[i] + "\" is listed twice in general.backends");
+        warning(at(array->get(i)), "backend \"" + (*backends)[i] + "\" is listed twice in general.backends",
+                "remove the second one (kernel-builder ignores it too)");
       } else {
         g.backends.push_back(*backend);
       }
@@ -248,10 +254,26 @@ void Parser::parse_component(const std::string& name, const toml::table& table, 
   if (any || backend == Backend::cuda) {
     if (auto caps = reader.strings("cuda-capabilities")) {
       const toml::array* array = table.get("cuda-capabilities")->as_array();
-      for (size_t i = 0; i < caps->size(); ++i)
-        if (!is_valid_cuda_capability((*caps)[i]))
-          error(at(array->get(i)), "\"" + (*caps)[i] + "\" is not a CUDA capability",
+      for (size_t i = 0; i < caps->size(); ++i) {
+        const std::string& cap = (*caps)[i];
+        if (cap.empty()) {
+          // kernel-builder's CMake drops empty list elements (an all-empty list means the defaults).
+          warning(at(array->get(i)), "an empty CUDA capability is ignored, as kernel-builder does",
+                  "remove it (without any capability, the default list of the CUDA version is used)");
+        } else if (!is_valid_cuda_capability(cap)) {
+          error(at(array->get(i)), "\"" + cap + "\" is not a CUDA capability",
                 "write capabilities as \"9.0\", \"9.0a\", \"10.0f\" or \"12.0+PTX\"");
+        } else {
+          // The architecture must exist (kernel-builder would fail later, at configure time).
+          std::string base = cap.substr(0, cap.find('+'));
+          if (base.ends_with('a') || base.ends_with('f')) base.pop_back();
+          const auto& known = known_cuda_capabilities();
+          if (std::find(known.begin(), known.end(), base) == known.end())
+            error(at(array->get(i)), "\"" + cap + "\" is not the capability of any CUDA architecture",
+                  "known capabilities: " + util::join(known, ", "));
+        }
+      }
+      std::erase(*caps, std::string());
       component.cuda_capabilities = *caps;
     }
     if (auto flags = reader.strings("cuda-flags")) component.cuda_flags = *flags;

@@ -70,6 +70,13 @@ class FdLock final : public FileLock {
 };
 }  // namespace
 
+Result<fs::path> RealFileSystem::real_path(const fs::path& path) const {
+  std::error_code ec;
+  auto real = fs::canonical(path, ec);
+  if (ec) return io_fail("cannot resolve " + path.string() + ": " + ec.message(), ec.value());
+  return real;
+}
+
 Result<std::unique_ptr<FileLock>> RealFileSystem::lock_file(const fs::path& path, bool wait) {
   if (path.has_parent_path()) KB_TRY(make_dirs(path.parent_path()));
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);

@@ -59,6 +59,8 @@ class FileSystem {
   /// Creates a symbolic link at `link` whose content is `target` (typically relative); fails if
   /// `link` exists.
   virtual Result<void> create_symlink(const fs::path& target, const fs::path& link) = 0;
+  /// The absolute path with every symbolic link resolved (the file must exist).
+  virtual Result<fs::path> real_path(const fs::path& path) const = 0;
   /// Takes an exclusive lock on `path` (created if missing). With `wait`, blocks until it is free;
   /// without, returns nullptr when another process holds it.
   virtual Result<std::unique_ptr<FileLock>> lock_file(const fs::path& path, bool wait) = 0;
@@ -83,6 +85,7 @@ class RealFileSystem final : public FileSystem {
   Result<void> touch(const fs::path& path) override;
   Result<void> create_symlink(const fs::path& target, const fs::path& link) override;
   Result<std::unique_ptr<FileLock>> lock_file(const fs::path& path, bool wait) override;
+  Result<fs::path> real_path(const fs::path& path) const override;
   Result<void> read_chunks(const fs::path& path, const std::function<void(std::string_view)>& consume) const override;
 };
 

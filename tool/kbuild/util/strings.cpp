@@ -86,4 +86,19 @@ std::string closest_match(std::string_view word, const std::vector<std::string>&
   return best;
 }
 
+std::string printable(std::string_view text) {
+  static const char* k_hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : text) {
+    if (c < 0x20 || c >= 0x7f) {
+      out += "\\x";
+      out += k_hex[c >> 4];
+      out += k_hex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 }  // namespace kbuild::util

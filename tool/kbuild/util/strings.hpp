@@ -14,6 +14,8 @@ std::string_view trim(std::string_view text);
 std::string shell_quote(std::string_view arg);
 /// Renders argv as one copy-pasteable shell command line.
 std::string shell_join(const std::vector<std::string>& argv);
+/// `text` with control characters and bytes >= 0x7f shown as \xNN, for messages.
+std::string printable(std::string_view text);
 /// Edit distance, for "did you mean" suggestions.
 size_t edit_distance(std::string_view a, std::string_view b);
 /// The candidate closest to `word` if it is close enough to be a plausible typo, else "".
