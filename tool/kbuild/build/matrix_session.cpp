@@ -15,16 +15,18 @@ Result<MatrixSession> open_matrix(const util::FileSystem& fs, const config::Kern
   session.kernel_dir = kernel_dir;
   session.spec = config::default_matrix();
   auto settings_path = kernel_dir / "kbuild.toml";
-  if (auto text = fs.read_file(settings_path)) {
-    auto outcome = config::parse_kbuild_toml(*text, settings_path.string());
+  if (fs.stat(settings_path).exists) {
+    KB_TRY_ASSIGN(std::string text, util::read_input_file(fs, settings_path, 1u << 20));
+    auto outcome = config::parse_kbuild_toml(text, settings_path.string());
     if (sink && !outcome.diagnostics.empty()) sink(outcome.diagnostics);
     if (config::has_errors(outcome.diagnostics))
       return fail(settings_path.string() + " is invalid", "fix the problems listed above", ExitCode::usage);
     if (outcome.matrix) session.spec = *outcome.matrix;
   }
   session.lock_path = kernel_dir / "kbuild.lock";
-  if (auto text = fs.read_file(session.lock_path)) {
-    KB_TRY_ASSIGN(session.lock, toolchain::LockFile::parse(*text, session.lock_path.string()));
+  if (fs.stat(session.lock_path).exists) {
+    KB_TRY_ASSIGN(std::string text, util::read_input_file(fs, session.lock_path, 16u << 20));
+    KB_TRY_ASSIGN(session.lock, toolchain::LockFile::parse(text, session.lock_path.string()));
     session.lock_existed = true;
   } else if (locked) {
     return fail("--locked but " + session.lock_path.string() + " does not exist",

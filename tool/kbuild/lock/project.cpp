@@ -9,15 +9,9 @@ namespace {
 constexpr std::uint64_t k_max_input_bytes = 16 << 20;
 
 Result<std::string> read_input(const util::FileSystem& fs, const std::filesystem::path& path) {
-  auto st = fs.stat(path);
-  if (!st.exists)
+  if (!fs.stat(path).exists)
     return fail("no " + path.filename().string() + " in " + path.parent_path().string(), "", ExitCode::usage);
-  if (!st.is_file) return fail(path.string() + " is not a regular file", "", ExitCode::usage);
-  if (st.size > k_max_input_bytes)
-    return fail(path.string() + " is larger than 16 MiB", "is it the right file?", ExitCode::usage);
-  auto text = fs.read_file(path);
-  if (!text) return fail(text.error().message, "", ExitCode::usage);
-  return *text;
+  return util::read_input_file(fs, path, k_max_input_bytes);
 }
 
 std::vector<LockChange> compare(const std::vector<LockEntry>& before, const std::vector<LockEntry>& after) {

@@ -196,6 +196,21 @@ Result<void> RealFileSystem::read_chunks(const fs::path& path,
   return {};
 }
 
+Result<std::string> read_input_file(const FileSystem& fs, const fs::path& path, std::uint64_t max_bytes) {
+  auto st = fs.stat(path);
+  if (!st.exists) return fail("no " + path.string(), "", ExitCode::usage);
+  if (!st.is_file)
+    return fail(path.string() + " is not a regular file",
+                "point kbuild at the file itself, not a device, FIFO or directory", ExitCode::usage);
+  if (st.size > max_bytes)
+    return fail(path.string() + " is larger than " + std::to_string(max_bytes >> 10) + " KiB", "is it the right file?",
+                ExitCode::usage);
+  auto text = fs.read_file(path);
+  if (!text) return fail(text.error().message, "", ExitCode::usage);
+  if (text->size() > max_bytes) return fail(path.string() + " grew while it was read", "", ExitCode::usage);
+  return *text;
+}
+
 static Result<void> collect_files(const FileSystem& fs, const fs::path& root, const std::string& prefix,
                                   std::vector<std::string>& out) {
   KB_TRY_ASSIGN(auto entries, fs.list_dir(root));

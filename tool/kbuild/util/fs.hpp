@@ -89,6 +89,11 @@ class RealFileSystem final : public FileSystem {
   Result<void> read_chunks(const fs::path& path, const std::function<void(std::string_view)>& consume) const override;
 };
 
+/// Reads an input file a user points kbuild at (build.toml, kbuild.toml, pyproject.toml, locks):
+/// only a regular file (after links) of at most `max_bytes` is read, so a FIFO, a device or a
+/// runaway file gives a clear error (exit code 2) instead of a hang or an exhausted memory.
+Result<std::string> read_input_file(const FileSystem& fs, const fs::path& path, std::uint64_t max_bytes);
+
 /// Lists every regular file below `root`, as sorted relative paths with '/' separators.
 Result<std::vector<std::string>> list_files_recursive(const FileSystem& fs, const fs::path& root);
 
