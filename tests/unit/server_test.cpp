@@ -5,14 +5,22 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "kbuild/server/config.hpp"
+#include "kbuild/server/file_io.hpp"
+#include "kbuild/server/guard.hpp"
+#include "kbuild/server/listener.hpp"
+#include "kbuild/server/metadata_db.hpp"
 #include "kbuild/server/router.hpp"
 #include "kbuild/server/store.hpp"
+#include "kbuild/server/wire.hpp"
 #include "kbuild/util/hash.hpp"
 
 using namespace kbuild;
@@ -536,8 +544,10 @@ TEST_F(RouterTest, AuthenticationAndAuthorization) {
   auto forbidden = call("POST", "/api/repos/create", R"({"name":"x","organization":"alice"})", k_bob);
   EXPECT_EQ(forbidden.status, 403);
   create("m");
-  EXPECT_EQ(commit("/api/models/alice/m", ndjson({header_line("x")})).status, 200);
-  EXPECT_EQ(call("POST", "/api/models/alice/m/commit/main", ndjson({header_line("x")}), k_bob).status, 403);
+  EXPECT_EQ(commit("/api/models/alice/m", ndjson({header_line("x"), file_line("a.txt", "a")})).status, 200);
+  EXPECT_EQ(call("POST", "/api/models/alice/m/commit/main", ndjson({header_line("x"), file_line("a.txt", "b")}), k_bob)
+                .status,
+            403);
   EXPECT_EQ(call("GET", "/api/models/alice/m", "", "").status, 200);  // public reads
   auto who = call("GET", "/api/whoami-v2");
   EXPECT_EQ(json(who)["name"], "alice");
@@ -951,4 +961,657 @@ TEST_F(RouterTest, BodyLimitsAndFileBodies) {
   EXPECT_EQ(router_single.route(spooled, true).response.status, 200);
   EXPECT_FALSE(fs::exists(spool));
   EXPECT_EQ(store->blob_size(other_oid), other.size());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Content access: an object is reachable only through a repo that received or references it
+
+namespace {
+
+Json lfs_batch_body(const std::string& oid, std::size_t size) {
+  return {{"operation", "upload"}, {"objects", {{{"oid", oid}, {"size", size}}}}};
+}
+Json lfs_file_line(const std::string& path, const std::string& oid, std::optional<std::size_t> size) {
+  Json value = {{"path", path}, {"algo", "sha256"}, {"oid", oid}};
+  if (size) value["size"] = *size;
+  return {{"key", "lfsFile"}, {"value", value}};
+}
+/// `text` with every `a` and `b` replaced by "X", to compare two answers about different objects.
+std::string blank(std::string text, const std::string& a, const std::string& b) {
+  for (const auto& needle : {a, b})
+    for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at))
+      text.replace(at, needle.size(), "X");
+  return text;
+}
+std::string token_of(const std::string& href) { return href.substr(href.find("token=") + 6); }
+
+}  // namespace
+
+class ServerSecurityTest : public RouterTest {
+ protected:
+  Json batch(const std::string& repo, const std::string& oid, std::size_t size, const std::string& token = k_alice) {
+    auto response = call("POST", "/" + repo + ".git/info/lfs/objects/batch", lfs_batch_body(oid, size).dump(), token);
+    EXPECT_EQ(response.status, 200) << response.body;
+    return json(response)["objects"][0];
+  }
+  /// Uploads `content` through the LFS flow of `repo` (one PUT: the fixture's chunk is 1024 bytes).
+  void upload(const std::string& repo, const std::string& content, const std::string& token = k_alice) {
+    auto answer = batch(repo, util::sha256_hex(content), content.size(), token);
+    ASSERT_TRUE(answer.contains("actions")) << answer.dump();
+    auto put = call("PUT", answer["actions"]["upload"]["href"], content, "");
+    ASSERT_EQ(put.status, 200) << put.body;
+  }
+  hub::HttpResponse verify(const std::string& repo, const std::string& oid, std::size_t size,
+                           const std::string& token) {
+    return call("POST", "/" + repo + ".git/info/lfs/objects/verify", Json{{"oid", oid}, {"size", size}}.dump(), token);
+  }
+};
+
+TEST_F(ServerSecurityTest, AnotherRepositorysObjectCannotBeClaimed) {
+  ASSERT_EQ(call("POST", "/api/repos/create", R"({"name":"secret","private":true})").status, 200);
+  ASSERT_EQ(call("POST", "/api/repos/create", R"({"name":"m"})", k_bob).status, 200);
+  std::string secret("\0alice's private weights", 24), oid = util::sha256_hex(secret);
+  upload("alice/secret", secret);
+  ASSERT_EQ(
+      commit("/api/models/alice/secret", ndjson({header_line("w"), lfs_file_line("w.bin", oid, secret.size())})).status,
+      200);
+  const std::string unknown(64, 'c');  // stored nowhere
+
+  // Batch: an upload action, exactly as for an object that does not exist.
+  auto claimed = batch("bob/m", oid, secret.size(), k_bob);
+  auto never = batch("bob/m", unknown, secret.size(), k_bob);
+  ASSERT_TRUE(claimed.contains("actions"));
+  ASSERT_TRUE(never.contains("actions"));
+  EXPECT_EQ(claimed.size(), never.size());
+  // Verify: 404 alike.
+  auto verified = verify("bob/m", oid, secret.size(), k_bob),
+       unverified = verify("bob/m", unknown, secret.size(), k_bob);
+  EXPECT_EQ(verified.status, 404);
+  EXPECT_EQ(unverified.status, 404);
+  EXPECT_EQ(blank(verified.body, oid, unknown), blank(unverified.body, oid, unknown));
+  // Commit: an lfsFile line (with or without a size) or a regular file given by oid: 400 alike.
+  const std::string bob_commit = "/api/models/bob/m/commit/main";
+  for (std::optional<std::size_t> size : {std::optional<std::size_t>(secret.size()), std::optional<std::size_t>()}) {
+    auto stolen = call("POST", bob_commit, ndjson({header_line("s"), lfs_file_line("w.bin", oid, size)}), k_bob);
+    auto missing = call("POST", bob_commit, ndjson({header_line("s"), lfs_file_line("w.bin", unknown, size)}), k_bob);
+    EXPECT_EQ(stolen.status, 400);
+    EXPECT_EQ(missing.status, 400);
+    EXPECT_EQ(blank(stolen.body, oid, unknown), blank(missing.body, oid, unknown));
+  }
+  auto by_oid = [&](const std::string& id) {
+    Json line = {{"key", "file"}, {"value", {{"path", "w.bin"}, {"oid", id}}}};
+    return call("POST", bob_commit, ndjson({header_line("s"), line}), k_bob);
+  };
+  EXPECT_EQ(by_oid(oid).status, 400);
+  EXPECT_EQ(blank(by_oid(oid).body, oid, unknown), blank(by_oid(unknown).body, oid, unknown));
+  EXPECT_EQ(call("GET", "/bob/m/resolve/main/w.bin", "", k_bob).status, 404);
+
+  // Bob may store the same bytes by sending them: they are checked although the blob exists.
+  std::string href = claimed["actions"]["upload"]["href"];
+  EXPECT_EQ(call("PUT", href, std::string(secret.size(), 'x'), "").status, 400);
+  ASSERT_EQ(call("PUT", href, secret, "").status, 200);
+  EXPECT_EQ(verify("bob/m", oid, secret.size(), k_bob).status, 200);
+  ASSERT_EQ(
+      call("POST", bob_commit, ndjson({header_line("mine"), lfs_file_line("w.bin", oid, secret.size())}), k_bob).status,
+      200);
+  EXPECT_EQ(call("GET", "/bob/m/resolve/main/w.bin", "", k_bob).body, secret);
+  EXPECT_FALSE(batch("bob/m", oid, secret.size(), k_bob).contains("actions"));  // now his
+  EXPECT_EQ(batch("bob/m", oid, 3, k_bob)["error"]["code"], 422);               // his: the size may be told
+
+  // Alice's other repos are no different until they receive or reference the object...
+  create("other");
+  EXPECT_TRUE(batch("alice/other", oid, secret.size()).contains("actions"));
+  EXPECT_EQ(verify("alice/other", oid, secret.size(), k_alice).status, 404);
+  // ...and a commit of the repo referencing content is enough (inline binary content goes to LFS).
+  std::string inline_binary("\0inline", 7), inline_oid = util::sha256_hex(inline_binary);
+  ASSERT_EQ(commit("/api/models/alice/other", ndjson({header_line("x"), file_line("x.bin", inline_binary)})).status,
+            200);
+  EXPECT_FALSE(batch("alice/other", inline_oid, inline_binary.size()).contains("actions"));
+  EXPECT_EQ(verify("alice/other", inline_oid, inline_binary.size(), k_alice).status, 200);
+  EXPECT_EQ(
+      commit("/api/models/alice/other", ndjson({header_line("y"), lfs_file_line("y.bin", inline_oid, {})})).status,
+      200);
+}
+
+TEST_F(ServerSecurityTest, UploadUrlsAreCheckedByTheirTokenFirst) {
+  create("m");
+  std::string content("\0stored", 7), oid = util::sha256_hex(content);
+  upload("alice/m", content);
+  const std::string absent(64, 'd');
+  Json completion = {{"oid", oid}, {"parts", Json::array()}};
+  struct Case {
+    const char* method;
+    std::string suffix, body;
+  };
+  for (const Case& c : {Case{"PUT", "", content}, Case{"PUT", "/1", content}, Case{"POST", "", completion.dump()}}) {
+    for (const char* query : {"?token=forged", "", "?token="}) {
+      auto existing = call(c.method, "/lfs/upload/" + oid + c.suffix + query, c.body, "");
+      auto missing = call(c.method, "/lfs/upload/" + absent + c.suffix + query, c.body, "");
+      EXPECT_EQ(existing.status, 404) << c.method << c.suffix << query;
+      EXPECT_EQ(existing.status, missing.status);
+      EXPECT_EQ(existing.body, missing.body);
+      EXPECT_EQ(header(existing, "X-Error-Message"), header(missing, "X-Error-Message"));
+    }
+  }
+  // A real token is only good for its own object...
+  std::string other("\0other", 6);
+  std::string href = batch("alice/m", util::sha256_hex(other), other.size())["actions"]["upload"]["href"];
+  EXPECT_EQ(call("PUT", "/lfs/upload/" + oid + "?token=" + token_of(href), content, "").status, 404);
+  // ...a completed upload answers a retry (a lost answer) with 200 until it expires...
+  ASSERT_EQ(call("PUT", href, other, "").status, 200);
+  EXPECT_EQ(call("PUT", href, other, "").status, 200);
+  // ...and then is forgotten.
+  m_clock += 2 * 3600 * 1000;
+  batch("alice/m", absent, 1);  // a batch expires old uploads
+  EXPECT_EQ(call("PUT", href, other, "").status, 404);
+}
+
+TEST_F(StoreTest, UploadTokensAreFoundByHashAndComparedWhole) {
+  std::string token = "0123456789abcdef0123456789abcdef";
+  PendingUpload upload{token, repo.key, util::sha256_hex("uploaded"), 8, 0, 5000, false};
+  ASSERT_TRUE(store->add_upload(upload));
+  EXPECT_TRUE(*store->find_upload(token, 1000));
+  EXPECT_FALSE(*store->find_upload(token.substr(0, 31) + "0", 1000));
+  EXPECT_FALSE(*store->find_upload(token.substr(0, 16), 1000));
+  EXPECT_FALSE(*store->find_upload(token, 6000));  // expired
+  EXPECT_FALSE(*store->may_use_object(repo.key, upload.oid));
+  ASSERT_TRUE(store->finish_upload(upload));
+  EXPECT_TRUE(*store->may_use_object(repo.key, upload.oid));
+  EXPECT_TRUE((*store->find_upload(token, 1000))->completed);
+  auto other = store->create_repo({RepoType::model, "bob", "m"}, false, {"i", "", "system", 1, {}});
+  EXPECT_FALSE(*store->may_use_object((*other)->key, upload.oid));
+  // Referenced by any commit of the repo is as good.
+  ASSERT_TRUE(store->commit(repo.key, RefKind::branch, "main", main_head, request_with("c.txt", "content")));
+  EXPECT_TRUE(*store->may_use_object(repo.key, util::sha256_hex("content")));
+  EXPECT_TRUE(equal_in_constant_time("abc", "abc"));
+  EXPECT_FALSE(equal_in_constant_time("abc", "abd"));
+  EXPECT_FALSE(equal_in_constant_time("abc", "abcd"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Refs: unambiguous names, commit ids first
+
+TEST_F(RouterTest, RefNamesThatReadAsSomethingElseAreRefused) {
+  create("m");
+  const std::string repo = "/api/models/alice/m";
+  for (const std::string& name :
+       {std::string(40, 'a'), std::string(64, 'b'), std::string("ABCDEF0123456789ABCDEF0123456789ABCDEF01"),
+        std::string("HEAD"), std::string("head"), std::string("FETCH_HEAD"), std::string("refs%2Fheads%2Fx"),
+        std::string("refs%2Fpr%2F1")}) {
+    auto branch = call("POST", repo + "/branch/" + name, "{}");
+    EXPECT_EQ(branch.status, 400) << name;
+    EXPECT_EQ(header(branch, "X-Error-Code"), "BadRequest");
+    std::string decoded = *hub::url_decode(name);
+    EXPECT_EQ(call("POST", repo + "/tag/main", Json{{"tag", decoded}}.dump()).status, 400) << name;
+  }
+  EXPECT_EQ(call("POST", repo + "/branch/" + std::string(39, 'a'), "{}").status, 200);  // not an id
+  // A tag may not take a branch's name, nor a branch a tag's.
+  ASSERT_EQ(call("POST", repo + "/branch/dev", "{}").status, 200);
+  EXPECT_EQ(call("POST", repo + "/tag/main", R"({"tag":"dev"})").status, 409);
+  ASSERT_EQ(call("POST", repo + "/tag/main", R"({"tag":"v1"})").status, 200);
+  EXPECT_EQ(call("POST", repo + "/branch/v1", "{}").status, 409);
+  // refs/pr/ takes a pull request number only.
+  for (const char* bad : {"refs%2Fpr%2Fabc", "refs%2Fpr%2F01", "refs%2Fpr%2F", "refs%2Fpr%2F1x"}) {
+    EXPECT_EQ(call("GET", repo + "/tree/" + bad).status, 400) << bad;
+    EXPECT_EQ(commit(repo, ndjson({header_line("x"), file_line("a", "a")}), bad).status, 400) << bad;
+  }
+  EXPECT_EQ(call("GET", repo + "/tree/refs%2Fpr%2F7").status, 404);  // well-formed, missing
+}
+
+TEST_F(RouterTest, CommitIdsResolveBeforeRefNames) {
+  std::string initial = create("m");
+  const std::string repo = "/api/models/alice/m";
+  auto second = commit(repo, ndjson({header_line("two"), file_line("a.txt", "a")}));
+  ASSERT_EQ(second.status, 200);
+  std::string second_oid = json(second)["commitOid"];
+  // Data from before these rules: a branch named like the first commit, pointing at the second.
+  auto key = (*store->find_repo({RepoType::model, "alice", "m"}))->key;
+  ASSERT_TRUE(*store->create_ref(key, RefKind::branch, initial, second_oid));
+  EXPECT_EQ(json(call("GET", repo + "/revision/" + initial))["sha"], initial);
+  std::string upper = initial;
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  EXPECT_EQ(json(call("GET", repo + "/revision/" + upper))["sha"], initial);
+  EXPECT_EQ(json(call("GET", repo + "/revision/refs%2Fheads%2F" + initial))["sha"], second_oid);
+  EXPECT_EQ(commit(repo, ndjson({header_line("x"), file_line("b", "b")}), initial).status, 400);  // a commit
+  EXPECT_EQ(head(repo, initial), second_oid);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bounded resources
+
+TEST_F(RouterTest, JsonBodiesHaveALowerLimitThanCommits) {
+  create("m");
+  Config limits = *router->config();
+  limits.limits.max_json_body = 200;
+  limits.limits.max_commit_body = 1 << 20;
+  Router limited(*store, limits, router->options());
+  auto send = [&](const std::string& target, const std::string& body) {
+    hub::HttpRequest request;
+    request.method = "POST";
+    request.url = target;
+    request.body = body;
+    request.headers.set("Authorization", "Bearer " + k_alice);
+    return limited.handle(request);
+  };
+  Json preupload = {{"files", Json::array()}, {"gitIgnore", std::string(300, '#')}};
+  EXPECT_EQ(send("/api/models/alice/m/preupload/main", preupload.dump()).status, 413);
+  EXPECT_EQ(send("/api/models/alice/m/branch/x", Json{{"startingPoint", std::string(300, 'm')}}.dump()).status, 413);
+  EXPECT_EQ(send("/alice/m.git/info/lfs/objects/batch", lfs_batch_body(std::string(300, 'a'), 1).dump()).status, 413);
+  auto big_commit =
+      send("/api/models/alice/m/commit/main", ndjson({header_line("big"), file_line("a.txt", std::string(5000, 'a'))}));
+  EXPECT_EQ(big_commit.status, 200) << big_commit.body;
+}
+
+TEST(ServerGuard, BodyLimitsDependOnTheRequest) {
+  Limits limits;
+  limits.max_lfs_object = 3;
+  limits.max_commit_body = 2;
+  limits.max_json_body = 1;
+  EXPECT_EQ(body_limit("PUT", "/lfs/upload/abc?token=t", limits), 3u);
+  EXPECT_EQ(body_limit("PUT", "/lfs/upload/abc/2?token=t", limits), 3u);
+  EXPECT_EQ(body_limit("POST", "/lfs/upload/abc?token=t", limits), 1u);  // completion: JSON
+  EXPECT_EQ(body_limit("POST", "/api/models/a/b/commit/main?create_pr=1", limits), 2u);
+  EXPECT_EQ(body_limit("POST", "/api/kernels/a/b/commit/refs%2Fpr%2F1", limits), 2u);
+  EXPECT_EQ(body_limit("POST", "/api/models/a/b/preupload/main", limits), 1u);
+  EXPECT_EQ(body_limit("POST", "/a/b.git/info/lfs/objects/batch", limits), 1u);
+  EXPECT_EQ(body_limit("POST", "/api/repos/create", limits), 1u);
+}
+
+TEST(ServerGuard, HeadersMustArriveInTimeAndWithinLimits) {
+  using namespace std::chrono_literals;
+  ReadBudget::Limits limits{std::chrono::milliseconds(10'000), 3, 200, 64 * 1024};
+  ReadBudget budget(limits);
+  auto t0 = ReadBudget::Clock::time_point{} + 1h;
+  budget.begin_request(t0);
+  EXPECT_EQ(budget.read_deadline(), t0 + 10s);
+  // Trickled header lines do not move the deadline.
+  EXPECT_TRUE(budget.account_read("GET / HTTP/1.1\r\n", t0 + 2s));
+  EXPECT_TRUE(budget.account_read("A: 1\r\n", t0 + 4s));
+  EXPECT_TRUE(budget.account_read("B: 2\r\n", t0 + 6s));
+  EXPECT_EQ(budget.read_deadline(), t0 + 10s);
+  EXPECT_TRUE(budget.account_read("C: 3\r\n", t0 + 6s));
+  EXPECT_TRUE(budget.account_read("\r\n", t0 + 6s));  // 3 headers: fine
+  budget.begin_request(t0);
+  EXPECT_TRUE(budget.account_read("GET / HTTP/1.1\r\nA: 1\r\nB: 2\r\nC: 3\r\n", t0));
+  EXPECT_FALSE(budget.account_read("D: 4\r\n", t0));  // a fourth header line
+  EXPECT_TRUE(budget.header_limit_exceeded());
+  budget.begin_request(t0);
+  EXPECT_FALSE(budget.header_limit_exceeded());
+  EXPECT_TRUE(budget.account_read(std::string(190, 'x'), t0));
+  EXPECT_FALSE(budget.account_read(std::string(20, 'x'), t0));  // 210 bytes
+  // A body must keep coming: each 64 KiB moves the deadline on.
+  budget.begin_request(t0);
+  budget.begin_body(t0 + 1s);
+  EXPECT_EQ(budget.read_deadline(), t0 + 11s);
+  EXPECT_TRUE(budget.account_read(std::string(1000, 'b'), t0 + 5s));
+  EXPECT_EQ(budget.read_deadline(), t0 + 11s);
+  EXPECT_TRUE(budget.account_read(std::string(64 * 1024, 'b'), t0 + 6s));
+  EXPECT_EQ(budget.read_deadline(), t0 + 16s);
+  // So must a response be taken; the time spent handling the request does not count.
+  EXPECT_EQ(budget.write_deadline(t0 + 100s), t0 + 110s);
+  budget.account_write(1000, t0 + 104s);
+  EXPECT_EQ(budget.write_deadline(t0 + 104s), t0 + 110s);
+  budget.account_write(64 * 1024, t0 + 105s);
+  EXPECT_EQ(budget.write_deadline(t0 + 105s), t0 + 115s);
+}
+
+TEST(ServerGuard, ClientLimiterCountsEachAddress) {
+  ClientLimiter limiter(2);
+  EXPECT_TRUE(limiter.acquire("10.0.0.1"));
+  EXPECT_TRUE(limiter.acquire("10.0.0.1"));
+  EXPECT_FALSE(limiter.acquire("10.0.0.1"));
+  EXPECT_TRUE(limiter.acquire("10.0.0.2"));  // others are not affected
+  EXPECT_EQ(limiter.active("10.0.0.1"), 2u);
+  limiter.release("10.0.0.1");
+  EXPECT_TRUE(limiter.acquire("10.0.0.1"));
+  limiter.release("10.0.0.1");
+  limiter.release("10.0.0.1");
+  limiter.release("10.0.0.1");  // one too many: harmless
+  EXPECT_EQ(limiter.active("10.0.0.1"), 0u);
+}
+
+TEST(ServerWire, LineReaderReadsOneLineAtATime) {
+  std::string long_line(200'000, 'c');
+  std::string body = "a\n\nbbb\n" + long_line + "\nlast";
+  auto file = fresh_root();
+  { std::ofstream(file, std::ios::binary) << "xx" << body << "yy"; }
+  for (int from_file = 0; from_file < 2; ++from_file) {
+    auto reader = from_file ? std::make_unique<LineReader>(file, 2, body.size()) : std::make_unique<LineReader>(body);
+    std::vector<std::string> lines;
+    std::string line;
+    while (reader->next(line)) {
+      EXPECT_EQ(line.capacity() < 2 * line.size() + 32, true);  // exactly sized, not grown
+      lines.push_back(line);
+    }
+    EXPECT_FALSE(reader->failed());
+    EXPECT_EQ(lines, (std::vector<std::string>{"a", "", "bbb", long_line, "last"}));
+  }
+  fs::remove(file);
+  LineReader missing(file, 0, 10);
+  std::string line;
+  EXPECT_FALSE(missing.next(line));
+  EXPECT_TRUE(missing.failed());
+}
+
+TEST(ServerWire, CommitParserLeavesLongContentInTheLine) {
+  CommitParser parser;
+  std::string description(100'000, 'd');
+  Json header = {{"key", "header"}, {"value", {{"summary", "s"}, {"description", description}}}};
+  auto first = parser.parse(header.dump());
+  ASSERT_TRUE(first && *first) << (first ? "" : first.error());
+  EXPECT_EQ((*first)->header.description, description);  // a long string outside "content" too
+  std::string binary(150'000, '\0');
+  for (size_t i = 0; i < binary.size(); ++i) binary[i] = static_cast<char>(i * 7);
+  auto file = parser.parse(file_line("w.bin", binary).dump());
+  ASSERT_TRUE(file && *file) << (file ? "" : file.error());
+  EXPECT_EQ((*file)->content, binary);
+  EXPECT_EQ((*file)->path, "w.bin");
+  Json text = {{"key", "file"}, {"value", {{"content", std::string(70'000, 't')}, {"path", "t.txt"}}}};
+  EXPECT_EQ((**parser.parse(text.dump())).content, std::string(70'000, 't'));
+  Json escaped = {{"key", "file"}, {"value", {{"path", "e.txt"}, {"content", std::string(70'000, '\n')}}}};
+  EXPECT_EQ((**parser.parse(escaped.dump())).content, std::string(70'000, '\n'));  // escapes: parsed normally
+  EXPECT_FALSE(*parser.parse("   "));                                              // blank lines are skipped
+  std::string broken = R"({"key":"file","value":{"path":"b","content":")" + std::string(70'000, 'x');
+  EXPECT_FALSE(parser.parse(std::move(broken)));
+  Json long_path = {{"key", "file"}, {"value", {{"path", std::string(70'000, 'p')}, {"content", ""}}}};
+  EXPECT_FALSE(parser.parse(long_path.dump()));
+}
+
+// ---------------------------------------------------------------------------------------------
+// One server per root and port; temporary files swept; durable commits
+
+TEST_F(StoreTest, SweepRemovesStaleTemporaryFilesAndOrphanedParts) {
+  using namespace std::chrono_literals;
+  auto old_file = store->temp_dir() / "old-spool", new_file = store->temp_dir() / "new-spool";
+  { std::ofstream(old_file) << "12345"; }
+  { std::ofstream(new_file) << "123"; }
+  fs::last_write_time(old_file, fs::file_time_type::clock::now() - 2h);
+  PendingUpload live{"feedfacefeedfacefeedfacefeedface",           repo.key, util::sha256_hex("x"), 2048, 1024,
+                     std::numeric_limits<std::int64_t>::max() / 2, false};
+  ASSERT_TRUE(store->add_upload(live));
+  fs::create_directories(store->upload_dir(live));
+  { std::ofstream(store->upload_dir(live) / "1") << "part"; }
+  auto orphan = m_root / "uploads" / std::string(64, 'e');
+  fs::create_directories(orphan);
+  { std::ofstream(orphan / "1") << "orphan"; }
+
+  auto now = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+                 .count();
+  auto report = store->sweep_temporary(now - 3600 * 1000);
+  ASSERT_TRUE(report) << report.error().message;
+  EXPECT_EQ(report->files, 2u);
+  EXPECT_EQ(report->bytes, 5u + 6u);
+  EXPECT_FALSE(fs::exists(old_file));
+  EXPECT_FALSE(fs::exists(orphan));
+  EXPECT_TRUE(fs::exists(new_file));
+  EXPECT_TRUE(fs::exists(store->upload_dir(live) / "1"));  // a pending upload's parts stay
+  EXPECT_EQ(store->sweep_temporary(std::numeric_limits<std::int64_t>::max())->files, 1u);  // at start: all
+  EXPECT_FALSE(fs::exists(new_file));
+  ASSERT_TRUE(store->expire_uploads(std::numeric_limits<std::int64_t>::max()));
+  EXPECT_FALSE(fs::exists(store->upload_dir(live)));  // expired: parts deleted
+}
+
+TEST_F(StoreTest, OneServerPerRootAndDurableCommits) {
+  ASSERT_TRUE(store->lock_exclusively());
+  auto second = Store::open(m_root);
+  ASSERT_TRUE(second);
+  auto refused = (*second)->lock_exclusively();
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("another kbuild hub serve"), std::string::npos);
+  EXPECT_EQ(*store->pragma_for_testing("synchronous"), 2);  // FULL
+  EXPECT_EQ(*store->pragma_for_testing("foreign_keys"), 1);
+  EXPECT_EQ(*store->pragma_for_testing("user_version"), 2);
+  EXPECT_TRUE(fs::exists(m_root / "hub.sqlite-wal"));  // WAL kept
+  store.reset();
+  EXPECT_TRUE((*second)->lock_exclusively());
+}
+
+TEST(ServerListener, ASecondServerCannotShareThePort) {
+  ListenerOptions options;
+  auto first = Listener::bind(options);
+  ASSERT_TRUE(first) << first.error().message;
+  options.port = (*first)->port();
+  auto second = Listener::bind(options);
+  ASSERT_FALSE(second);
+  EXPECT_EQ(second.error().code, ExitCode::network);
+  EXPECT_NE(second.error().message.find("port " + std::to_string(options.port) + " is already in use"),
+            std::string::npos)
+      << second.error().message;
+  EXPECT_NE(second.error().hint.find("--port"), std::string::npos);
+}
+
+TEST(StoreMigration, VersionOneDatabasesKeepTheirDataAndGainPullRequests) {
+  auto root = fresh_root();
+  fs::create_directories(root);
+  auto db = db::open(root / "hub.sqlite");
+  ASSERT_TRUE(db);
+  const std::string first(40, '1'), second(40, '2');
+  std::string sql = R"sql(
+    CREATE TABLE repos (key INTEGER PRIMARY KEY, type TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
+      private INTEGER NOT NULL, object_id TEXT NOT NULL, created_ms INTEGER NOT NULL, UNIQUE (type, namespace, name));
+    CREATE TABLE commits (repo INTEGER NOT NULL REFERENCES repos(key) ON DELETE CASCADE, oid TEXT NOT NULL,
+      parent TEXT NOT NULL, tree TEXT NOT NULL, title TEXT NOT NULL, message TEXT NOT NULL, author TEXT NOT NULL,
+      time_ms INTEGER NOT NULL, PRIMARY KEY (repo, oid));
+    CREATE TABLE files (repo INTEGER NOT NULL, commit_oid TEXT NOT NULL, path TEXT NOT NULL, size INTEGER NOT NULL,
+      sha256 TEXT NOT NULL, blob_id TEXT NOT NULL, lfs INTEGER NOT NULL, PRIMARY KEY (repo, commit_oid, path),
+      FOREIGN KEY (repo, commit_oid) REFERENCES commits(repo, oid) ON DELETE CASCADE);
+    CREATE TABLE refs (repo INTEGER NOT NULL REFERENCES repos(key) ON DELETE CASCADE, kind TEXT NOT NULL,
+      name TEXT NOT NULL, target TEXT NOT NULL, PRIMARY KEY (repo, kind, name));
+    CREATE TABLE uploads (token TEXT PRIMARY KEY, oid TEXT NOT NULL, size INTEGER NOT NULL,
+      chunk_size INTEGER NOT NULL, expires_ms INTEGER NOT NULL);
+    INSERT INTO repos VALUES (1, 'model', 'alice', 'm', 0, 'aaaaaaaaaaaaaaaaaaaaaaaa', 1000);
+    INSERT INTO commits VALUES (1, ')sql" +
+                    first + R"sql(', '', 't', 'first', '', 'alice', 1000);
+    INSERT INTO commits VALUES (1, ')sql" +
+                    second + R"sql(', ')sql" + first + R"sql(', 't', 'a change', '', 'bob', 2000);
+    INSERT INTO refs VALUES (1, 'branch', 'main', ')sql" +
+                    first + R"sql(');
+    INSERT INTO refs VALUES (1, 'pr', '1', ')sql" +
+                    second + R"sql(');
+    INSERT INTO uploads VALUES ('tok', 'oid', 1, 0, 99);
+    PRAGMA user_version = 1;)sql";
+  ASSERT_TRUE(db::exec(*db, sql.c_str()));
+  db::close(*db);
+  {
+    auto store = Store::open(root);
+    ASSERT_TRUE(store) << store.error().message;
+    auto repo = *(*store)->find_repo({RepoType::model, "alice", "m"});
+    ASSERT_TRUE(repo);
+    EXPECT_EQ(*(*store)->find_ref(repo->key, RefKind::branch, "main"), first);
+    auto discussions = *(*store)->list_discussions(repo->key);
+    ASSERT_EQ(discussions.size(), 1u);
+    EXPECT_EQ(discussions[0].num, 1);
+    EXPECT_TRUE(discussions[0].is_pr);
+    EXPECT_EQ(discussions[0].title, "a change");
+    EXPECT_EQ(discussions[0].base, first);
+    EXPECT_EQ(discussions[0].status, DiscussionStatus::open);
+    EXPECT_EQ(*(*store)->pragma_for_testing("user_version"), 2);
+  }
+  fs::remove_all(root);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Multipart uploads resume
+
+TEST_F(ServerSecurityTest, AnUnfinishedMultipartUploadIsResumed) {
+  create("m");
+  std::string content(2500, 'y');  // parts of 1024, 1024, 452
+  content[0] = '\0';
+  std::string oid = util::sha256_hex(content);
+  auto first = batch("alice/m", oid, content.size())["actions"]["upload"];
+  auto part = [&](const Json& upload, int number) {
+    auto response =
+        call("PUT", upload["header"][std::to_string(number)], content.substr((number - 1) * 1024, 1024), "");
+    EXPECT_EQ(response.status, 200) << response.body;
+    return Json{{"partNumber", number}, {"etag", header(response, "ETag")}};
+  };
+  Json parts = Json::array({part(first, 1)});
+  auto again = batch("alice/m", oid, content.size())["actions"]["upload"];
+  EXPECT_EQ(again["href"], first["href"]);  // the same session: same token, same URLs
+  EXPECT_EQ(again["header"], first["header"]);
+  parts.push_back(part(again, 2));
+  parts.push_back(part(again, 3));  // part 1 is not sent again
+  auto done = call("POST", again["href"], Json{{"oid", oid}, {"parts", parts}}.dump(), "");
+  ASSERT_EQ(done.status, 200) << done.body;
+  EXPECT_EQ(*store->read_blob(oid), content);
+  EXPECT_FALSE(batch("alice/m", oid, content.size()).contains("actions"));
+  // Another repo never shares a session.
+  create("n");
+  EXPECT_NE(batch("alice/n", oid, content.size())["actions"]["upload"]["href"], first["href"]);
+}
+
+TEST_F(ServerSecurityTest, AnExpiredUploadLosesItsParts) {
+  create("m");
+  std::string content(2000, 'z');
+  std::string oid = util::sha256_hex(content);
+  auto first = batch("alice/m", oid, content.size())["actions"]["upload"];
+  ASSERT_EQ(call("PUT", first["header"]["1"], content.substr(0, 1024), "").status, 200);
+  auto pending = *store->find_upload(token_of(first["href"]), m_clock);
+  ASSERT_TRUE(pending);
+  auto parts = store->upload_dir(*pending);
+  EXPECT_TRUE(fs::exists(parts / "1"));
+  m_clock += 2 * 3600 * 1000;  // past the upload TTL
+  auto fresh = batch("alice/m", oid, content.size())["actions"]["upload"];
+  EXPECT_NE(fresh["href"], first["href"]);
+  EXPECT_FALSE(fs::exists(parts));
+  EXPECT_EQ(call("PUT", first["header"]["2"], content.substr(1024), "").status, 404);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Discussions and pull requests
+
+TEST_F(RouterTest, DiscussionsAndPullRequests) {
+  std::string initial = create("m");
+  const std::string repo = "/api/models/alice/m";
+  auto question = call("POST", repo + "/discussions", R"({"title":"A question","description":"why?"})");
+  ASSERT_EQ(question.status, 200) << question.body;
+  EXPECT_EQ(json(question)["num"], 1);
+  auto draft = call("POST", repo + "/discussions", R"({"title":"Add p","description":"d","pullRequest":true})");
+  ASSERT_EQ(draft.status, 200) << draft.body;
+  EXPECT_EQ(json(draft)["num"], 2);  // numbers are shared
+  EXPECT_EQ(json(draft)["status"], "draft");
+  EXPECT_EQ(head(repo, "refs/pr/2"), initial);
+  EXPECT_EQ(call("POST", repo + "/discussions", R"({"title":"ab"})").status, 400);
+
+  // A commit to refs/pr/2 opens it and becomes an event.
+  auto pushed = commit(repo, ndjson({header_line("add p"), file_line("p.txt", "p")}), "refs%2Fpr%2F2");
+  ASSERT_EQ(pushed.status, 200) << pushed.body;
+  auto details = json(call("GET", repo + "/discussions/2?diff=1"));
+  EXPECT_EQ(details["status"], "open");
+  EXPECT_EQ(details["isPullRequest"], true);
+  EXPECT_EQ(details["changes"]["base"], "refs/heads/main");
+  ASSERT_EQ(details["events"].size(), 2u);
+  EXPECT_EQ(details["events"][0]["data"]["latest"]["raw"], "d");
+  EXPECT_EQ(details["events"][1]["type"], "commit");
+  EXPECT_EQ(details["events"][1]["data"]["oid"], json(pushed)["commitOid"]);
+  EXPECT_NE(details["diff"].get<std::string>().find("diff --git a/p.txt b/p.txt"), std::string::npos);
+  EXPECT_EQ(details["filesWithConflicts"], Json::array());
+
+  // main moves on without conflict; the merge keeps both sides.
+  ASSERT_EQ(commit(repo, ndjson({header_line("m"), file_line("m.txt", "m")})).status, 200);
+  auto merged = call("POST", repo + "/discussions/2/merge", "");
+  ASSERT_EQ(merged.status, 200) << merged.body;
+  details = json(call("GET", repo + "/discussions/2"));
+  EXPECT_EQ(details["status"], "merged");
+  EXPECT_EQ(details["changes"]["mergeCommitId"], head(repo));
+  EXPECT_EQ(details["events"].back()["data"]["status"], "merged");
+  std::set<std::string> paths;
+  for (const auto& item : json(call("GET", repo + "/tree/main"))) paths.insert(item["path"]);
+  EXPECT_EQ(paths, (std::set<std::string>{".gitattributes", "m.txt", "p.txt"}));
+  EXPECT_EQ(call("POST", repo + "/discussions/2/merge", "").status, 400);  // merged already
+
+  auto list = json(call("GET", repo + "/discussions"));
+  EXPECT_EQ(list["count"], 2);
+  EXPECT_EQ(list["start"], 0);
+  EXPECT_EQ(list["discussions"][0]["num"], 2);  // newest first
+  EXPECT_EQ(list["discussions"][0]["repo"]["name"], "alice/m");
+  EXPECT_EQ(json(call("GET", repo + "/discussions?type=pull_request"))["count"], 1);
+  EXPECT_EQ(json(call("GET", repo + "/discussions?status=open"))["discussions"][0]["num"], 1);
+  EXPECT_EQ(json(call("GET", repo + "/discussions?author=bob"))["count"], 0);
+  EXPECT_EQ(json(call("GET", repo + "/discussions?p=1"))["discussions"].size(), 0u);
+
+  auto closed = call("POST", repo + "/discussions/1/status", R"({"status":"closed","comment":"done"})");
+  ASSERT_EQ(closed.status, 200) << closed.body;
+  EXPECT_EQ(json(closed)["newStatus"]["data"]["status"], "closed");
+  EXPECT_EQ(call("POST", repo + "/discussions/2/status", R"({"status":"open"})").status, 400);  // merged stays
+  auto comment = call("POST", repo + "/discussions/1/comment", R"({"comment":"hi"})");
+  EXPECT_EQ(json(comment)["newMessage"]["data"]["latest"]["raw"], "hi");
+  auto events = json(call("GET", repo + "/discussions/1"))["events"];
+  ASSERT_EQ(events.size(), 4u);  // why?, done, closed, hi
+  EXPECT_EQ(events[2]["type"], "status-change");
+  EXPECT_EQ(call("GET", repo + "/discussions/9").status, 404);
+  EXPECT_EQ(call("GET", repo + "/discussions/x").status, 404);
+  EXPECT_EQ(call("POST", repo + "/discussions/1/comment", R"({"comment":"hi"})", k_bob).status, 403);
+}
+
+TEST_F(RouterTest, PullRequestConflictsAndStaleParents) {
+  std::string initial = create("m");
+  const std::string repo = "/api/models/alice/m";
+  ASSERT_EQ(commit(repo, ndjson({header_line("one"), file_line("a.txt", "1")})).status, 200);
+  std::string current = head(repo);
+  auto stale =
+      call("POST", repo + "/commit/main?create_pr=1", ndjson({header_line("pr", initial), file_line("a.txt", "2")}));
+  EXPECT_EQ(stale.status, 412);
+  EXPECT_EQ(header(stale, "X-Error-Code"), "PreconditionFailed");
+  EXPECT_TRUE(json(call("GET", repo + "/refs?include_prs=1"))["pullRequests"].empty());
+  auto opened =
+      call("POST", repo + "/commit/main?create_pr=1", ndjson({header_line("pr", current), file_line("a.txt", "2")}));
+  ASSERT_EQ(opened.status, 200) << opened.body;
+  ASSERT_EQ(commit(repo, ndjson({header_line("three"), file_line("a.txt", "3")})).status, 200);
+  std::string main_head = head(repo);
+  auto details = json(call("GET", repo + "/discussions/1"));
+  EXPECT_EQ(details["title"], "pr");
+  EXPECT_EQ(details["filesWithConflicts"], Json::array({"a.txt"}));
+  auto conflict = call("POST", repo + "/discussions/1/merge", "");
+  EXPECT_EQ(conflict.status, 409);
+  EXPECT_EQ(head(repo), main_head);
+  EXPECT_EQ(json(call("GET", repo + "/discussions/1"))["status"], "open");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Smaller Hub deviations
+
+TEST_F(RouterTest, SuspiciousPathsAndEmptyCommitsAreRefused) {
+  create("m");
+  const std::string repo = "/api/models/alice/m";
+  for (const char* path : {"a\\b.txt", "~/x", "a/~/b", "~", "a%2e%2e/x", "a%2Fb", "x%5cy", "%2E", "a%5C"}) {
+    auto response = commit(repo, ndjson({header_line("x"), file_line(path, "x")}));
+    EXPECT_EQ(response.status, 400) << path;
+    Json preupload = {{"files", {{{"path", path}, {"size", 1}, {"sample", ""}}}}};
+    EXPECT_EQ(call("POST", repo + "/preupload/main", preupload.dump()).status, 400) << path;
+  }
+  EXPECT_EQ(commit(repo, ndjson({header_line("x"), file_line("~x/a~", "fine"), file_line("100%.txt", "ok")})).status,
+            200);
+  EXPECT_EQ(call("GET", repo + "/tree/main/a%252e").status, 400);  // decodes to "a%2e"
+  EXPECT_EQ(call("GET", "/alice/m/resolve/main/a%5Cb", "", "").status, 400);
+  EXPECT_EQ(call("GET", "/alice/m/resolve/main/~/b", "", "").status, 400);
+  EXPECT_EQ(call("POST", repo + "/paths-info/main", R"({"paths":["a\\b"]})").status, 200);  // a form: one odd key
+  hub::HttpRequest json_paths;
+  json_paths.method = "POST";
+  json_paths.url = repo + "/paths-info/main";
+  json_paths.body = R"({"paths":["a\\b"]})";
+  json_paths.headers.set("Content-Type", "application/json");
+  EXPECT_EQ(router->handle(json_paths).status, 400);
+
+  std::string before = head(repo);
+  auto empty = commit(repo, ndjson({header_line("nothing")}));
+  EXPECT_EQ(empty.status, 400);
+  EXPECT_NE(header(empty, "X-Error-Message").find("no operations"), std::string::npos);
+  EXPECT_EQ(commit(repo, ndjson({header_line("nothing")}) + "\n  \n").status, 400);
+  EXPECT_EQ(head(repo), before);
+}
+
+TEST(ServerGuard, AmbiguousFramingIsRefusedBeforeTheBody) {
+  using Lengths = std::vector<std::string>;
+  EXPECT_FALSE(framing_problem("POST", {"18"}, false, "application/json"));
+  EXPECT_FALSE(framing_problem("POST", {}, true, "application/x-ndjson"));
+  EXPECT_FALSE(framing_problem("GET", {}, false, ""));
+  EXPECT_FALSE(framing_problem("GET", {"0"}, false, ""));
+  EXPECT_EQ(framing_problem("POST", Lengths{"18", "18"}, false, ""), "duplicate Content-Length headers");
+  EXPECT_EQ(framing_problem("POST", {"18"}, true, ""), "both Content-Length and Transfer-Encoding");
+  for (const char* bad : {"+18", "-1", "1 8", "", "0x10", "99999999999999999999"})
+    EXPECT_EQ(framing_problem("PUT", {bad}, false, ""), "invalid Content-Length") << bad;
+  EXPECT_TRUE(framing_problem("GET", {"3"}, false, ""));
+  EXPECT_TRUE(framing_problem("HEAD", {}, true, ""));
+  EXPECT_TRUE(framing_problem("POST", {"10"}, false, "Multipart/Form-Data; boundary=x"));
 }

@@ -2,7 +2,12 @@
 
 #include <fmt/core.h>
 
+#include <pthread.h>
+#include <signal.h>
+
+#include <chrono>
 #include <cstdio>
+#include <limits>
 
 #include "kbuild/cli/command.hpp"
 #include "kbuild/server/config.hpp"
@@ -36,6 +41,22 @@ struct TokenOptions {
   std::vector<std::string> namespaces;
 };
 
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// No upload or request survives a restart: every temporary file is stale, and so are the parts of
+// expired uploads (unexpired ones stay, so that their clients can resume them).
+Result<void> sweep_at_start(server::Store& store) {
+  KB_TRY(store.expire_uploads(now_ms()));
+  KB_TRY_ASSIGN(auto swept, store.sweep_temporary(std::numeric_limits<std::int64_t>::max()));
+  if (swept.files > 0)
+    util::log::info(fmt::format("hub: removed {} stale temporary file(s) and upload folder(s), {} bytes, from {}",
+                                swept.files, swept.bytes, store.root().string()));
+  return {};
+}
+
 Result<ExitCode> run_serve(const ServeOptions& options) {
   auto root = absolute_dir(options.root);
   if (options.port < 0 || options.port > 65535)
@@ -49,6 +70,8 @@ Result<ExitCode> run_serve(const ServeOptions& options) {
   listen.spool_dir = store->temp_dir();
   listen.limits = config.limits;
   KB_TRY_ASSIGN(auto listener, server::Listener::bind(listen));
+  KB_TRY(store->lock_exclusively());
+  KB_TRY(sweep_at_start(*store));
 
   server::RouterOptions router_options;
   std::string host = options.host.find(':') != std::string::npos ? "[" + options.host + "]" : options.host;
@@ -59,6 +82,13 @@ Result<ExitCode> run_serve(const ServeOptions& options) {
   bool no_tokens = config.tokens.empty();
   server::Router router(*store, std::move(config), router_options);
 
+  // From here on SIGINT and SIGTERM stop the server cleanly (serve_until_signal waits for them), also
+  // when they arrive right after the line below.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   fmt::print("kbuild hub: serving {} at {}\n", root.string(), address);
   if (router_options.base_url != address) fmt::print("kbuild hub: public URL {}\n", router_options.base_url);
   if (no_tokens)

@@ -101,7 +101,7 @@ class ConfigReader {
     if (!node) return std::nullopt;
     auto value = node->value<std::int64_t>();
     if (!node->is_integer() || !value || *value <= 0) {
-      error(node->source(), "limits." + std::string(key) + " must be a positive integer (bytes)");
+      error(node->source(), "limits." + std::string(key) + " must be a positive integer");
       return std::nullopt;
     }
     return static_cast<std::uint64_t>(*value);
@@ -163,10 +163,22 @@ void read_server(ConfigReader& reader, const toml::table& root, Config& config) 
 void read_limits(ConfigReader& reader, const toml::table& root, Config& config) {
   if (const toml::node* node = root.get("limits")) {
     if (const toml::table* limits = node->as_table()) {
-      reader.check_keys(*limits, {"max-lfs-object", "max-commit-body", "multipart-chunk"}, "[limits]");
-      if (auto value = reader.size(*limits, "max-lfs-object")) config.limits.max_lfs_object = *value;
-      if (auto value = reader.size(*limits, "max-commit-body")) config.limits.max_commit_body = *value;
-      if (auto value = reader.size(*limits, "multipart-chunk")) config.limits.multipart_chunk = *value;
+      static const std::pair<std::string_view, std::uint64_t Limits::*> k_keys[] = {
+          {"max-lfs-object", &Limits::max_lfs_object},
+          {"max-commit-body", &Limits::max_commit_body},
+          {"max-json-body", &Limits::max_json_body},
+          {"multipart-chunk", &Limits::multipart_chunk},
+          {"read-timeout-seconds", &Limits::read_timeout_seconds},
+          {"max-connections-per-client", &Limits::max_connections_per_client},
+          {"max-header-count", &Limits::max_header_count},
+          {"max-header-bytes", &Limits::max_header_bytes},
+      };
+      reader.check_keys(*limits,
+                        {"max-lfs-object", "max-commit-body", "max-json-body", "multipart-chunk",
+                         "read-timeout-seconds", "max-connections-per-client", "max-header-count", "max-header-bytes"},
+                        "[limits]");
+      for (const auto& [key, field] : k_keys)
+        if (auto value = reader.size(*limits, key)) config.limits.*field = *value;
     } else {
       reader.error(node->source(), "\"limits\" must be a table");
     }

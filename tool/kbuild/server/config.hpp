@@ -6,11 +6,19 @@
 //   read = "public"                  # "public": anyone may read public repos;
 //                                    # "token": every request needs a valid token
 //
-//   [limits]                         # all in bytes
+//   [limits]                         # sizes in bytes
 //   max-lfs-object = 2147483648      # largest LFS object (batch "size", PUT body, multipart total)
-//   max-commit-body = 268435456      # largest commit NDJSON body, and any other API body
+//   max-commit-body = 268435456      # largest commit NDJSON body (parsed line by line from disk)
+//   max-json-body = 16777216         # largest body of every other endpoint (JSON, forms), which is
+//                                    # parsed in memory
 //   multipart-chunk = 67108864       # LFS objects of at least this size are uploaded in parts of
 //                                    # this size (the last part shorter); smaller ones with one PUT
+//   read-timeout-seconds = 10        # a request's line and headers must arrive within this time of
+//                                    # its first byte, and its body must keep coming (64 KiB at
+//                                    # least every this many seconds); slower clients are cut off
+//   max-connections-per-client = 16  # concurrent connections from one IP address; more get 429
+//   max-header-count = 100           # request headers; more (or more bytes) get 431
+//   max-header-bytes = 65536         # request line and headers together
 //
 //   [[tokens]]                       # one per access token; `kbuild hub token` appends these
 //   token = "hf_..."                 # required, unique, 8-256 printable ASCII characters, no spaces
@@ -56,7 +64,12 @@ struct Organization {
 struct Limits {
   std::uint64_t max_lfs_object = 2ull << 30;
   std::uint64_t max_commit_body = 256ull << 20;
+  std::uint64_t max_json_body = 16ull << 20;
   std::uint64_t multipart_chunk = 64ull << 20;
+  std::uint64_t read_timeout_seconds = 10;
+  std::uint64_t max_connections_per_client = 16;
+  std::uint64_t max_header_count = 100;
+  std::uint64_t max_header_bytes = 64ull << 10;
 };
 
 struct Config {

@@ -1,8 +1,15 @@
 #include "kbuild/server/file_io.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <iterator>
+
+#include "kbuild/server/object_ids.hpp"
 
 namespace kbuild::server {
 
@@ -91,6 +98,97 @@ Result<void> move_file(const fs::path& file, const fs::path& destination) {
   fs::rename(file, destination, ec);
   if (ec) return fail("cannot move " + file.string() + " to " + destination.string() + ": " + ec.message());
   return {};
+}
+
+}  // namespace kbuild::server
+
+namespace kbuild::server {
+
+Result<void> replace_file(const fs::path& path, std::string_view content) {
+  fs::path temp = path;
+  temp += ".tmp-" + random_hex(6);
+  KB_TRY(write_file(temp, content));
+  std::error_code ec;
+  fs::rename(temp, path, ec);
+  if (ec) {
+    fs::remove(temp, ec);
+    return fail("cannot write " + path.string());
+  }
+  return {};
+}
+
+// ---------------------------------------------------------------------------------------------
+// LineReader
+
+LineReader::LineReader(const fs::path& file, std::uint64_t offset, std::uint64_t length)
+    : m_offset(offset), m_end(length) {
+  m_fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  m_failed = m_fd < 0;
+}
+
+LineReader::~LineReader() {
+  if (m_fd >= 0) ::close(m_fd);
+}
+
+bool LineReader::read_at(std::uint64_t at, char* out, std::size_t size) {
+  if (m_fd < 0) {
+    std::memcpy(out, m_memory.data() + at, size);
+    return true;
+  }
+  while (size > 0) {
+    ssize_t got = ::pread(m_fd, out, size, static_cast<off_t>(m_offset + at));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    out += got;
+    at += static_cast<std::uint64_t>(got);
+    size -= static_cast<std::size_t>(got);
+  }
+  return true;
+}
+
+bool LineReader::fill(std::uint64_t at) {
+  m_buffer.resize(k_buffer_size);
+  m_buffer_start = at;
+  m_buffer_length = static_cast<std::size_t>(std::min<std::uint64_t>(k_buffer_size, m_end - at));
+  return read_at(at, m_buffer.data(), m_buffer_length);
+}
+
+std::optional<std::uint64_t> LineReader::find_newline(std::uint64_t from) {
+  if (m_fd < 0) {
+    size_t found = m_memory.find('\n', from);
+    return found == std::string_view::npos ? m_end : found;
+  }
+  auto in_buffer = [&](std::uint64_t at) -> std::optional<std::uint64_t> {
+    const char* begin = m_buffer.data() + (at - m_buffer_start);
+    const void* newline = std::memchr(begin, '\n', m_buffer_length - (at - m_buffer_start));
+    if (!newline) return std::nullopt;
+    return at + static_cast<std::uint64_t>(static_cast<const char*>(newline) - begin);
+  };
+  if (from < m_buffer_start || from >= m_buffer_start + m_buffer_length || !in_buffer(from)) {
+    if (!fill(from)) return std::nullopt;
+  }
+  while (true) {
+    if (auto found = in_buffer(std::max(from, m_buffer_start))) return found;
+    std::uint64_t next = m_buffer_start + m_buffer_length;
+    if (next >= m_end) return m_end;
+    if (!fill(next)) return std::nullopt;  // a long line: keep measuring it
+  }
+}
+
+bool LineReader::next(std::string& line) {
+  if (m_failed || m_pos >= m_end) return false;
+  auto newline = find_newline(m_pos);
+  if (!newline) return !(m_failed = true);
+  line.clear();
+  line.shrink_to_fit();  // a long previous line must not stay allocated
+  line.resize(static_cast<std::size_t>(*newline - m_pos));
+  bool buffered = m_fd >= 0 && m_pos >= m_buffer_start && *newline <= m_buffer_start + m_buffer_length;
+  if (buffered)
+    std::memcpy(line.data(), m_buffer.data() + (m_pos - m_buffer_start), line.size());
+  else if (!read_at(m_pos, line.data(), line.size()))
+    return !(m_failed = true);
+  m_pos = *newline + 1;
+  return true;
 }
 
 }  // namespace kbuild::server

@@ -91,6 +91,13 @@ Outcome<std::string> Handlers::body(std::uint64_t limit) {
   return std::move(*content);
 }
 
+Outcome<std::unique_ptr<LineReader>> Handlers::body_lines(std::uint64_t limit) {
+  std::uint64_t size = m_c.body_size();
+  if (size > limit) return too_large(limit);
+  if (!m_c.request.body_file) return std::make_unique<LineReader>(m_c.request.body);
+  return std::make_unique<LineReader>(*m_c.request.body_file, m_c.request.body_offset, size);
+}
+
 Outcome<fs::path> Handlers::body_as_temp_file(std::uint64_t limit) {
   const auto& request = m_c.request;
   std::uint64_t size = m_c.body_size();
@@ -161,21 +168,25 @@ std::string Handlers::api_url(const RepoId& id) const {
 
 Outcome<std::string> Handlers::resolve_revision(const Repo& repo, const std::string& revision) {
   auto ref = [&](RefKind kind, std::string_view name) { return lift(m_store.find_ref(repo.key, kind, name)); };
+  // A full commit id first, so that no branch or tag named like one can shadow it.
+  if (std::string lower = lowercase(revision); is_commit_oid(lower)) {
+    KB_TRY_ASSIGN(auto commit, lift(m_store.find_commit(repo.key, lower)));
+    if (commit) return lower;
+  }
   std::optional<std::string> target;
+  std::int64_t number = 0;
   if (revision.starts_with("refs/heads/")) {
     KB_TRY_ASSIGN(target, ref(RefKind::branch, revision.substr(11)));
   } else if (revision.starts_with("refs/tags/")) {
     KB_TRY_ASSIGN(target, ref(RefKind::tag, revision.substr(10)));
   } else if (revision.starts_with("refs/pr/")) {
-    KB_TRY_ASSIGN(target, ref(RefKind::pr, revision.substr(8)));
+    if (!parse_pull_request_ref(revision, number))
+      return bad_request("invalid pull request reference \"" + revision + "\": use refs/pr/<number>");
+    KB_TRY_ASSIGN(target, ref(RefKind::pr, std::to_string(number)));
   } else {
     KB_TRY_ASSIGN(target, ref(RefKind::branch, revision));
     if (!target) {
       KB_TRY_ASSIGN(target, ref(RefKind::tag, revision));
-    }
-    if (!target && is_commit_oid(revision)) {
-      KB_TRY_ASSIGN(auto commit, lift(m_store.find_commit(repo.key, revision)));
-      if (commit) target = revision;
     }
   }
   if (!target) return revision_not_found(revision);

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "kbuild/server/file_io.hpp"
 #include "kbuild/server/router.hpp"
 #include "kbuild/server/wire.hpp"
 
@@ -161,25 +162,39 @@ class Handlers {
   Outcome<Reply> upload_object(const Match& m);
   Outcome<Reply> upload_part(const Match& m);
   Outcome<Reply> complete_upload(const Match& m);
+  // --- routes_discussions.cpp ---
+  Outcome<Reply> discussions(const Match& m);
+  Outcome<Reply> create_discussion(const Match& m);
+  Outcome<Reply> discussion(const Match& m);
+  Outcome<Reply> merge_discussion(const Match& m);
+  Outcome<Reply> discussion_status(const Match& m);
+  Outcome<Reply> comment_discussion(const Match& m);
 
   // --- shared by the handlers (handlers.cpp) ---
   std::string repo_url(const RepoId& id) const;
   std::string api_url(const RepoId& id) const;
-  /// The commit a revision names (router.hpp: "Revisions resolve, in order: ..."); 404 RevisionNotFound.
+  /// The commit a revision names (router.hpp: "Revisions resolve, in order: ..."); 404 RevisionNotFound,
+  /// 400 for "refs/pr/" followed by anything but a number.
   Outcome<std::string> resolve_revision(const Repo& repo, const std::string& revision);
   Outcome<FileMap> files_at(const Repo& repo, const std::string& commit);
   /// Content of a small text file of a commit ("" when absent or large).
   std::string small_text(const FileMap& files, const std::string& path);
   /// The request body, read into memory; 413 above `limit`.
   Outcome<std::string> body(std::uint64_t limit);
+  /// The request body's lines, read from memory or from the spooled file; 413 above `limit`.
+  Outcome<std::unique_ptr<LineReader>> body_lines(std::uint64_t limit);
   /// The request body as a file inside the store's temp dir, for adopt_blob() or a part rename: the
   /// spooled body itself when it is one whole file, otherwise a copy; 413 above `limit`.
   Outcome<std::filesystem::path> body_as_temp_file(std::uint64_t limit);
 
  private:
-  /// The upload an /lfs/upload/ URL names (by its token and oid): nullopt when it is gone but the object
-  /// is stored (a retry after a lost answer, except for parts), 404 otherwise (routes_lfs.cpp).
-  Outcome<std::optional<PendingUpload>> pending_upload(const Match& m);
+  /// The upload an /lfs/upload/ URL names by its token (which must be one for its oid; completed
+  /// uploads included, until they expire); 404 NotFound otherwise (routes_lfs.cpp).
+  Outcome<PendingUpload> pending_upload(const Match& m);
+  /// Discussion `number` (decimal text) of the repo; 404 NotFound otherwise (routes_discussions.cpp).
+  Outcome<Discussion> find_discussion(const Repo& repo, const std::string& number);
+  /// One object's answer in an LFS batch of `repo` (routes_lfs.cpp).
+  Outcome<Json> batch_answer(const Repo& repo, const LfsObjectRequest& object, const std::string& verify);
 
   Store& m_store;
   const Config& m_config;

@@ -1,10 +1,13 @@
-// The only translation unit that includes cpp-httplib.
+// With connection.cpp, the only translation units that include cpp-httplib.
 #include "kbuild/server/listener.hpp"
 
 #include <fcntl.h>
 #include <httplib.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <atomic>
 #include <chrono>
@@ -13,7 +16,10 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "kbuild/server/connection.hpp"
+#include "kbuild/server/guard.hpp"
 #include "kbuild/server/store.hpp"
+#include "kbuild/util/log.hpp"
 
 namespace kbuild::server {
 
@@ -78,32 +84,58 @@ class BodyCollector {
   bool m_spooled = false, m_too_large = false, m_failed = false;
 };
 
+/// guard.hpp: framing_problem, for an httplib request.
+std::optional<std::string> request_problem(const httplib::Request& in) {
+  std::vector<std::string> lengths;
+  auto [begin, end] = in.headers.equal_range("Content-Length");
+  for (auto it = begin; it != end; ++it) lengths.push_back(it->second);
+  return framing_problem(in.method, lengths, in.has_header("Transfer-Encoding"), in.get_header_value("Content-Type"));
+}
+
+/// Status, X-Error-Code and message of an error answer that httplib made itself.
+std::tuple<int, std::string, std::string> library_error(int status) {
+  ConnectionState* state = GuardedServer::current();
+  if (state && state->header_limit_exceeded)
+    return {431, "RequestHeaderFieldsTooLarge", "too many request headers, or too long ones"};
+  if (state && state->read_timed_out) return {408, "RequestTimeout", "the request did not arrive in time"};
+  switch (status) {
+    case 413:
+      return {413, "PayloadTooLarge", "request body larger than the server's limit"};
+    case 414:
+      return {414, "URITooLong", "request line longer than 8192 bytes"};
+    case 416:
+      return {416, "RangeNotSatisfiable", "malformed Range header"};
+    case 404:
+      return {404, "NotFound", "no such endpoint"};
+    default:
+      return {status, status >= 500 ? "InternalError" : "BadRequest", "malformed request"};
+  }
+}
+
 }  // namespace
 
 struct Listener::Impl {
   ListenerOptions options;
-  httplib::Server server;
+  std::unique_ptr<GuardedServer> server;
   int port = 0;
   Router* router = nullptr;
-  std::mutex log_mutex;
-  std::FILE* log = nullptr;
+  std::optional<util::log::FileLog> log;
 
-  ~Impl() {
-    if (log) std::fclose(log);
-  }
-
-  std::uint64_t limit_for(const std::string& target) const {
-    return target.starts_with("/lfs/upload/") ? options.limits.max_lfs_object : options.limits.max_commit_body;
+  std::uint64_t limit_for(const httplib::Request& request) const {
+    return body_limit(request.method, request.target, options.limits);
   }
 
   void write_log(const httplib::Request& request, int status, std::uint64_t bytes) {
     if (!log) return;
     std::string path = request.target.substr(0, request.target.find('?'));
-    std::lock_guard lock(log_mutex);
-    std::fprintf(log, "%s %s %s %d %llu\n", iso8601(now_ms()).c_str(), request.method.c_str(), path.c_str(), status,
-                 static_cast<unsigned long long>(bytes));
-    std::fflush(log);
+    log->line(iso8601(now_ms()) + " " + request.method + " " + path + " " + std::to_string(status) + " " +
+              std::to_string(bytes));
   }
+
+  /// The pre-routing, error and post-routing hooks of the server.
+  void install_hooks();
+  /// Binds options.host:options.port (any free port for 0) and sets `port`.
+  Result<void> bind_socket();
 
   static void send_error(httplib::Response& response, int status, const std::string& code, const std::string& message,
                          bool head) {
@@ -122,7 +154,7 @@ struct Listener::Impl {
   /// error instead (413 above the limit, 400 for an incomplete body).
   bool collect_body(const httplib::Request& in, httplib::Response& out, const httplib::ContentReader& reader,
                     hub::HttpRequest& request, fs::path& spool, bool head) {
-    std::uint64_t limit = limit_for(in.target);
+    std::uint64_t limit = limit_for(in);
     if (in.has_header("Content-Length") &&
         std::strtoull(in.get_header_value("Content-Length").c_str(), nullptr, 10) > limit) {
       send_error(out, 413, "PayloadTooLarge",
@@ -204,7 +236,8 @@ struct Listener::Impl {
     request.method = in.method;
     request.url = in.target;
     for (const auto& [name, value] : in.headers)
-      if (name != "REMOTE_ADDR" && name != "REMOTE_PORT") request.headers.set(name, value);
+      if (name != "REMOTE_ADDR" && name != "REMOTE_PORT" && name != "LOCAL_ADDR" && name != "LOCAL_PORT")
+        request.headers.set(name, value);
 
     fs::path spool;
     if (reader) {
@@ -226,19 +259,67 @@ struct Listener::Impl {
 Listener::Listener(std::unique_ptr<Impl> impl) : m_impl(std::move(impl)) {}
 Listener::~Listener() = default;
 
+namespace {
+
+ConnectionLimits connection_limits(const Limits& limits) {
+  ConnectionLimits out;
+  out.read.timeout = std::chrono::seconds(limits.read_timeout_seconds);
+  out.read.max_header_count = limits.max_header_count;
+  out.read.max_header_bytes = limits.max_header_bytes;
+  out.max_connections_per_client = limits.max_connections_per_client;
+  return out;
+}
+
+/// Only SO_REUSEADDR (a restart may bind while old connections linger in TIME_WAIT): httplib's default
+/// SO_REUSEPORT would let a second server share the port.
+void exclusive_socket_options(socket_t sock) {
+  int yes = 1;
+  ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+}
+
+}  // namespace
+
+void Listener::Impl::install_hooks() {
+  Impl* self = this;
+  // Checks before the body is read; the answer closes the connection (the body stays unread).
+  server->set_pre_routing_handler([self](const httplib::Request& in, httplib::Response& out) {
+    auto problem = request_problem(in);
+    if (!problem) return httplib::Server::HandlerResponse::Unhandled;
+    send_error(out, 400, "BadRequest", *problem, in.method == "HEAD");
+    self->write_log(in, out.status, 0);
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  // Errors httplib answers itself (malformed requests, limits) get the registry's error format.
+  server->set_error_handler(
+      httplib::Server::HandlerWithResponse([self](const httplib::Request& in, httplib::Response& out) {
+        if (out.has_header("X-Error-Code")) return httplib::Server::HandlerResponse::Unhandled;  // the router's
+        auto [status, code, message] = library_error(out.status);
+        send_error(out, status, code, message, in.method == "HEAD");
+        self->write_log(in, status, 0);
+        return httplib::Server::HandlerResponse::Handled;
+      }));
+  server->set_post_routing_handler([](const httplib::Request&, httplib::Response& out) {
+    if (ConnectionState* state = GuardedServer::current(); state && out.get_header_value("Connection") == "close")
+      state->close_after_response = true;
+  });
+}
+
 Result<std::unique_ptr<Listener>> Listener::bind(const ListenerOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   if (!options.access_log.empty()) {
-    impl->log = std::fopen(options.access_log.c_str(), "a");
-    if (!impl->log) return fail("cannot open the access log " + options.access_log.string());
+    auto log = util::log::FileLog::open(options.access_log);
+    if (!log) return fail("cannot open the access log " + options.access_log.string());
+    impl->log.emplace(std::move(*log));
   }
-  auto& server = impl->server;
+  impl->server = std::make_unique<GuardedServer>(connection_limits(options.limits));
+  auto& server = *impl->server;
   // Downloads run on 8 threads and uploads on 5 in huggingface_hub; idle keep-alive connections hold
-  // a worker each, so keep plenty.
+  // a worker each, so keep plenty (and at most max-connections-per-client of them per client).
   server.new_task_queue = [] { return new httplib::ThreadPool(32); };
-  server.set_read_timeout(60);
-  server.set_write_timeout(60);
+  server.set_payload_max_length(std::max(options.limits.max_lfs_object, options.limits.max_commit_body));
+  server.set_socket_options(exclusive_socket_options);
+  impl->install_hooks();
   Impl* self = impl.get();
   auto plain = [self](const httplib::Request& in, httplib::Response& out) { self->handle(in, out, nullptr); };
   auto with_body = [self](const httplib::Request& in, httplib::Response& out, const httplib::ContentReader& reader) {
@@ -253,28 +334,41 @@ Result<std::unique_ptr<Listener>> Listener::bind(const ListenerOptions& options)
   server.Post(any, httplib::Server::HandlerWithContentReader(with_body));
   server.Put(any, httplib::Server::HandlerWithContentReader(with_body));
   server.Delete(any, httplib::Server::HandlerWithContentReader(with_body));
-
-  if (options.port == 0) {
-    impl->port = server.bind_to_any_port(options.host);
-    if (impl->port <= 0) return fail("cannot listen on " + options.host, "check --host");
-  } else {
-    if (!server.bind_to_port(options.host, options.port))
-      return fail("cannot listen on " + options.host + ":" + std::to_string(options.port),
-                  "is another server using the port? try --port 0 for a free one");
-    impl->port = options.port;
-  }
+  KB_TRY(impl->bind_socket());
   return std::unique_ptr<Listener>(new Listener(std::move(impl)));
+}
+
+Result<void> Listener::Impl::bind_socket() {
+  errno = 0;
+  if (options.port == 0) {
+    port = server->bind_to_any_port(options.host);
+    if (port > 0) return {};
+    return fail("cannot listen on " + options.host + ": " + std::strerror(errno), "check --host", ExitCode::network);
+  }
+  if (server->bind_to_port(options.host, options.port)) {
+    port = options.port;
+    return {};
+  }
+  std::string where = options.host + ":" + std::to_string(options.port);
+  if (errno == EADDRINUSE)
+    return fail("cannot listen on " + where + ": port " + std::to_string(options.port) + " is already in use",
+                "another server (maybe another kbuild hub serve) has it: stop it, or pick another --port (--port 0 "
+                "takes a free one)",
+                ExitCode::network);
+  return fail("cannot listen on " + where + (errno ? std::string(": ") + std::strerror(errno) : ""),
+              "check --host and --port (ports below 1024 need privileges); --port 0 takes a free one",
+              ExitCode::network);
 }
 
 int Listener::port() const { return m_impl->port; }
 
 Result<void> Listener::serve(Router& router) {
   m_impl->router = &router;
-  if (!m_impl->server.listen_after_bind()) return fail("the HTTP server stopped unexpectedly");
+  if (!m_impl->server->listen_after_bind()) return fail("the HTTP server stopped unexpectedly");
   return {};
 }
 
-void Listener::stop() { m_impl->server.stop(); }
+void Listener::stop() { m_impl->server->stop(); }
 
 Result<void> serve_until_signal(Listener& listener, Router& router) {
   sigset_t signals, previous;

@@ -3,7 +3,21 @@
 // hub::HttpRequest for Router::route() and writes the Reply back. HEAD answers carry the headers
 // (Content-Length included) without a body; file bodies are streamed from the blob store. Request
 // bodies above 8 MiB are spooled to a file in the store's temp dir instead of memory, and bodies
-// above the configured limits are refused with 413 before they are read.
+// above the configured limits (guard.hpp: body_limit) are refused with 413 before they are read.
+//
+// Defences ([limits] of config.hpp; connection.hpp and guard.hpp apply them), each answered in the
+// registry's error format and followed by closing the connection:
+//
+//   400 BadRequest                   duplicate Content-Length, Content-Length with Transfer-Encoding,
+//                                    a body on GET/HEAD, multipart/form-data, malformed requests
+//   408 RequestTimeout               request line and headers not in within read-timeout-seconds of the
+//                                    first byte; a body slower than 64 KiB per read-timeout-seconds
+//                                    (the connection is cut, the worker freed)
+//   429 TooManyConnections           more than max-connections-per-client connections from one address
+//   431 RequestHeaderFieldsTooLarge  more than max-header-count headers or max-header-bytes
+//
+// 32 worker threads serve connections (one each, keep-alive included). The port is bound exclusively
+// (SO_REUSEADDR only, never SO_REUSEPORT): a second server on a used port fails with ExitCode::network.
 //
 // Access log (optional), one line per request, appended and flushed:
 //   <ISO 8601 time> <METHOD> <path without query> <status> <response body bytes>

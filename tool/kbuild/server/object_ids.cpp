@@ -31,6 +31,12 @@ std::string random_hex(std::size_t bytes) {
   return util::to_hex(raw);
 }
 
+bool equal_in_constant_time(std::string_view a, std::string_view b) {
+  unsigned char difference = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < a.size(); ++i) difference |= static_cast<unsigned char>(a[i] ^ (i < b.size() ? b[i] : 0));
+  return difference == 0;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Git objects
 

@@ -16,6 +16,8 @@ bool is_sha256_hex(std::string_view text);
 
 /// `bytes` unpredictable bytes as lowercase hex (repo object ids, upload tokens, temporary names).
 std::string random_hex(std::size_t bytes);
+/// Whether two secrets are equal, in a time that depends only on their lengths.
+bool equal_in_constant_time(std::string_view a, std::string_view b);
 
 // ---------------------------------------------------------------------------------------------
 // Files, git object ids and LFS pointers.

@@ -27,9 +27,17 @@
 //                                                             "shouldIgnore","oid"?}],"commitOid"}
 //   POST   /api/{T}/{id}/commit/{rev}[?create_pr=1]    write  NDJSON in; {"success","commitOid",
 //                                                             "commitUrl","hookOutput"[,"pullRequestUrl"]}
+//   GET    /api/{T}/{id}/discussions                   read   ?p=&type=&status=&author=; {"discussions",
+//                                                             "count","start","numClosedDiscussions"}
+//   POST   /api/{T}/{id}/discussions                   write  {"title","description"?,"pullRequest"?}; {"num",..}
+//   GET    /api/{T}/{id}/discussions/{num}             read   details: "events", PRs: "changes":{"base",
+//                                                             "mergeCommitId"?},"filesWithConflicts"[,"diff"]
+//   POST   /api/{T}/{id}/discussions/{num}/merge       write  {"comment"?}; 409 on conflicting files
+//   POST   /api/{T}/{id}/discussions/{num}/status      write  {"status":"open"|"closed","comment"?}; {"newStatus"}
+//   POST   /api/{T}/{id}/discussions/{num}/comment     write  {"comment"}; {"newMessage"}
 //   GET    /api/{T}/{id}/xet-{read,write}-token/{rev}  -      400: this server speaks LFS only
 //   POST   /{P}{id}.git/info/lfs/objects/batch         write  git-lfs batch API (upload only)
-//   POST   /{P}{id}.git/info/lfs/objects/verify        write  {"oid","size"}: 200 when stored
+//   POST   /{P}{id}.git/info/lfs/objects/verify        write  {"oid","size"}: 200 when the repo may use it
 //   HEAD   /{P}{id}/resolve/{rev}/{path}               read   ETag, X-Repo-Commit, Content-Length
 //   GET    /{P}{id}/resolve/{rev}/{path}               read   content; "Range: bytes=..." gives 206
 //   PUT    /lfs/upload/{oid}?token=T                   token  single-PUT LFS upload
@@ -44,9 +52,38 @@
 // joined with '/', belongs to the revision (or branch or tag name), so "refs/pr/1" also works there
 // unencoded; POST tag/ without a revision tags main. HEAD is answered like GET, without a body.
 //
-// Revisions resolve, in order: "refs/heads/B", "refs/tags/T", "refs/pr/N"; a branch; a tag; a
-// 40-hex commit id of the repo. Commits go to branches (or refs/pr/N) only; with create_pr=1 a new
-// refs/pr/N on top of the revision is created instead.
+// Revisions resolve, in order: a 40-hex commit id of the repo (any case), so that no ref can shadow
+// one; "refs/heads/B", "refs/tags/T", "refs/pr/N" (N a number without leading zeros, otherwise 400); a
+// branch; a tag. New branches and tags may not be named like a 40- or 64-hex id (any case), HEAD (any
+// case) or another of git's special refs, start with "refs/" (400), or take the name of a ref of the
+// other kind (409). Commits go to branches (or refs/pr/N) only; with create_pr=1 a new pull request
+// refs/pr/N on top of the revision is created instead (412 when parentCommit is not the revision's
+// head). A commit needs at least one operation (400 otherwise, as on the Hub; huggingface_hub skips
+// empty commits itself). Paths in commits, preupload, paths-info, tree and resolve are refused (400)
+// when they hold '\\', a "~" component, or "%2e", "%2f", "%5c" in any case (sent encoded twice).
+//
+// Content access: blobs are stored once per server, but an object (sha256 oid) counts as present
+// for repo R only when R may use it: it arrived through an LFS upload that R's batch handed out (the
+// server records (R, oid) when the upload completes), or a commit of R (any, on any ref) references
+// it. Otherwise the batch answers with an upload action (the client sends the bytes again; they must
+// hash to the oid, and the stored blob is reused), verify answers 404, and a commit naming it fails
+// with 400 as for an unknown object. A caller without write access to R learns nothing about which
+// objects exist. Upload URLs (/lfs/upload/...) check their one-time token first (found by its SHA-256,
+// then compared in constant time) and answer 404 alike for a wrong token, whether or not the object
+// exists; a completed upload's URLs answer 200 (without storing anything) until they expire, so that
+// a client retrying after a lost answer succeeds.
+//
+// Multipart uploads resume: when a batch of R asks to upload an object for which R has an unexpired,
+// incomplete upload of the same size, the answer is that same upload (same token, part URLs and
+// completion href, its expiry extended), so a client can skip the parts it sent already: parts
+// received are kept until the completion or the expiry. Expired uploads lose their parts at the next
+// batch and when the server starts.
+//
+// Discussions and pull requests share one numbering per repo; pull request N is refs/pr/N. One
+// opened with POST .../discussions is a draft on the head of main until a commit to refs/pr/N opens
+// it; a create_pr=1 commit opens one directly (into the branch it started from, main otherwise).
+// Merging commits the three-way merge (base: the commit the pull request started from) onto the
+// target branch and marks it merged, in one transaction.
 //
 // Access: an Authorization header ("Bearer <token>", or Basic with the token as password) that names
 // no configured token is always 401 "Invalid credentials in Authorization header". "read": anyone
@@ -59,18 +96,23 @@
 // {"error": message}. Codes:
 //
 //   status  X-Error-Code         when
-//   400     BadRequest           malformed request, invalid name or path, bad NDJSON line, Xet token
+//   400     BadRequest           malformed request, invalid name or path, bad NDJSON line, empty
+//                                commit, Xet token; ambiguous framing (listener.hpp)
 //   401     Unauthorized         no or an unknown token
 //   403     Forbidden            token may not write the namespace
 //   404     RepoNotFound         unknown (or hidden private) repo
 //   404     RevisionNotFound     unknown branch, tag, pull request or commit
 //   404     EntryNotFound        unknown file or folder (resolve also sends X-Repo-Commit)
-//   404     NotFound             no such route, organisation or upload
+//   404     NotFound             no such route, organisation, discussion or upload
 //   405     MethodNotAllowed     known route, other method
-//   409     Conflict             repo, branch or tag exists
+//   408     RequestTimeout       the request did not arrive in time (listener.hpp)
+//   409     Conflict             repo, branch or tag exists; a pull request's files conflict
 //   412     PreconditionFailed   parentCommit is not the branch head
-//   413     PayloadTooLarge      body or LFS object above the configured limits
+//   413     PayloadTooLarge      body or LFS object above the configured limits ([limits] of config.hpp:
+//                                max-commit-body for commits, max-json-body for every other body)
 //   416     RangeNotSatisfiable  Range starts after the end of the file
+//   429     TooManyConnections   too many connections from one address (listener.hpp)
+//   431     RequestHeaderFieldsTooLarge  too many or too long request headers (listener.hpp)
 //   500     InternalError        storage failure
 //
 // The server never sends a Xet signal (no xetHash, X-Xet-* headers, or "transfer":"xet").

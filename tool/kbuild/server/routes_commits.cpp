@@ -1,5 +1,6 @@
 // Commits: the history listing, preupload (the LFS-or-regular decision) and the NDJSON commit.
 
+#include "kbuild/server/file_io.hpp"
 #include "kbuild/server/handlers.hpp"
 
 namespace kbuild::server {
@@ -22,7 +23,7 @@ Outcome<Reply> Handlers::commits(const Match& m) {
 
 Outcome<Reply> Handlers::preupload(const Match& m) {
   KB_TRY_ASSIGN(std::string oid, resolve_revision(m.repo, m.revision));
-  KB_TRY_ASSIGN(std::string text, body(m_config.limits.max_commit_body));
+  KB_TRY_ASSIGN(std::string text, body(m_config.limits.max_json_body));
   KB_TRY_ASSIGN(PreuploadRequest request, parsed(parse_preupload(text)));
   KB_TRY_ASSIGN(FileMap files, files_at(m.repo, oid));
   GitAttributes attributes(small_text(files, ".gitattributes"));
@@ -54,15 +55,36 @@ struct PlannedCommit {
   std::vector<Op> ops;
 };
 
+/// An lfsFile line's entry: the object must be one the repo may use (router.hpp, "Content access");
+/// any other, stored or not, is refused alike. `sizes` remembers the objects checked already.
+Outcome<Op> lfs_op(Store& store, const Repo& repo, const CommitLine& line,
+                   std::map<std::string, std::uint64_t>& sizes) {
+  auto known = sizes.find(line.oid);
+  std::optional<std::uint64_t> stored;
+  if (known != sizes.end()) {
+    stored = known->second;
+  } else {
+    KB_TRY_ASSIGN(bool usable, lift(store.may_use_object(repo.key, line.oid)));
+    stored = usable ? store.blob_size(line.oid) : std::nullopt;
+    if (stored) sizes.emplace(line.oid, *stored);
+  }
+  if (!stored) return bad_request(line.where + ": LFS object " + line.oid + " of " + line.path + " was not uploaded");
+  if (line.size && static_cast<std::uint64_t>(*line.size) != *stored)
+    return bad_request(line.where + ": size of " + line.path + " does not match the uploaded LFS object");
+  return Op{OpKind::lfs_file, lfs_entry(line.path, line.oid, *stored), false};
+}
+
 /// Reads every commit line, storing inline contents right away (blobs are content-addressed, so a
 /// commit that fails later only leaves unreferenced blobs) and checking that LFS files were uploaded.
-Outcome<PlannedCommit> read_commit(Store& store, std::string_view text) {
+Outcome<PlannedCommit> read_commit(Store& store, const Repo& repo, LineReader& lines) {
   PlannedCommit out;
   bool has_header = false;
-  CommitReader reader(text);
-  while (true) {
-    KB_TRY_ASSIGN(auto line, parsed(reader.next()));
-    if (!line) break;
+  CommitParser parser;
+  std::map<std::string, std::uint64_t> lfs_sizes;
+  std::string text;
+  while (lines.next(text)) {
+    KB_TRY_ASSIGN(auto line, parsed(parser.parse(std::move(text))));
+    if (!line) continue;
     const std::string& path = line->path;
     switch (line->kind) {
       case CommitLineKind::header:
@@ -76,12 +98,8 @@ Outcome<PlannedCommit> read_commit(Store& store, std::string_view text) {
         break;
       }
       case CommitLineKind::lfs_file: {
-        auto stored = store.blob_size(line->oid);
-        if (!stored)
-          return bad_request(line->where + ": LFS object " + line->oid + " of " + path + " was not uploaded");
-        if (line->size && static_cast<std::uint64_t>(*line->size) != *stored)
-          return bad_request(line->where + ": size of " + path + " does not match the uploaded LFS object");
-        out.ops.push_back({OpKind::lfs_file, lfs_entry(path, line->oid, *stored), false});
+        KB_TRY_ASSIGN(Op op, lfs_op(store, repo, *line, lfs_sizes));
+        out.ops.push_back(std::move(op));
         break;
       }
       case CommitLineKind::deleted_file:
@@ -92,7 +110,10 @@ Outcome<PlannedCommit> read_commit(Store& store, std::string_view text) {
         break;
     }
   }
+  if (lines.failed()) return failure(500, "InternalError", "cannot read the request body");
   if (!has_header) return bad_request("the commit has no header line");
+  // The Hub refuses empty commits too (huggingface_hub skips them before sending).
+  if (out.ops.empty()) return bad_request("the commit has no operations: nothing to commit");
   return out;
 }
 
@@ -149,72 +170,97 @@ Outcome<void> check_file_folder_conflicts(const FileMap& files) {
   return {};
 }
 
+/// Where a commit goes: a branch or refs/pr/N (the ref to move), or, with create_pr, a new pull request
+/// on top of the revision, into branch `into`.
+struct CommitTarget {
+  RefKind kind = RefKind::branch;
+  std::string name;
+  std::string into;
+};
+
+Outcome<CommitTarget> commit_target(Handlers& handlers, Store& store, const Repo& repo, const std::string& revision,
+                                    bool create_pr) {
+  CommitTarget target;
+  std::int64_t number = 0;
+  KB_TRY(handlers.resolve_revision(repo, revision));  // 404 for an unknown revision, 400 for a bad one
+  bool is_commit = false;
+  if (std::string lower = lowercase(revision); is_commit_oid(lower)) {
+    KB_TRY_ASSIGN(auto commit, lift(store.find_commit(repo.key, lower)));
+    is_commit = commit.has_value();
+  }
+  if (create_pr) {
+    // Pull requests merge into the branch they start from, main otherwise.
+    std::string branch = revision.starts_with("refs/heads/") ? revision.substr(11) : revision;
+    KB_TRY_ASSIGN(auto exists, lift(store.find_ref(repo.key, RefKind::branch, branch)));
+    target.into = exists && !is_commit ? branch : "main";
+    return target;
+  }
+  if (parse_pull_request_ref(revision, number)) {
+    target.kind = RefKind::pr;
+    target.name = std::to_string(number);
+    return target;
+  }
+  target.name = revision.starts_with("refs/heads/") ? revision.substr(11) : revision;
+  KB_TRY_ASSIGN(auto head, lift(store.find_ref(repo.key, RefKind::branch, target.name)));
+  // A commit id resolves first (router.hpp, "Revisions"), even when a branch has its name.
+  if (!head || is_commit) return bad_request("commits must target a branch; " + revision + " is a tag or a commit");
+  return target;
+}
+
+std::unexpected<Failure> stale_parent(const std::string& parent, const std::string& head, const std::string& revision) {
+  return failure(412, "PreconditionFailed",
+                 "A commit has happened since. Please refresh and try again. (parentCommit " + parent +
+                     " is not the head " + head + " of " + revision + ")");
+}
+
+/// The commit's operations applied to the files of `head`.
+Outcome<FileMap> files_after(Handlers& handlers, const Repo& repo, const std::string& head,
+                             const std::vector<Op>& ops) {
+  KB_TRY_ASSIGN(FileMap files, handlers.files_at(repo, head));
+  KB_TRY_ASSIGN(auto inline_added, apply_ops(ops, files));
+  decide_lfs(files, inline_added, GitAttributes(handlers.small_text(files, ".gitattributes")));
+  KB_TRY(check_file_folder_conflicts(files));
+  return files;
+}
+
 }  // namespace
 
 Outcome<Reply> Handlers::commit(const Match& m) {
   const Repo& repo = m.repo;
   const std::string& revision = m.revision;
   bool create_pr = m_c.flag("create_pr");
-  KB_TRY_ASSIGN(std::string text, body(m_config.limits.max_commit_body));
-  // 1. Parse every line and store inline contents.
-  KB_TRY_ASSIGN(PlannedCommit planned, read_commit(m_store, text));
+  // 1. The target, then every line parsed (inline contents stored).
+  KB_TRY_ASSIGN(CommitTarget target, commit_target(*this, m_store, repo, revision, create_pr));
+  KB_TRY_ASSIGN(auto lines, body_lines(m_config.limits.max_commit_body));
+  KB_TRY_ASSIGN(PlannedCommit planned, read_commit(m_store, repo, *lines));
   const std::string& parent_commit = planned.header.parent_commit;
 
-  // 2. The target: a branch (or an existing pull request), or a new pull request on top of `revision`.
-  RefKind kind = RefKind::branch;
-  std::string ref_name = revision;
-  if (!create_pr) {
-    if (revision.starts_with("refs/heads/")) {
-      ref_name = revision.substr(11);
-    } else if (revision.starts_with("refs/pr/")) {
-      kind = RefKind::pr;
-      ref_name = revision.substr(8);
-    }
-    KB_TRY_ASSIGN(auto head, lift(m_store.find_ref(repo.key, kind, ref_name)));
-    if (!head) {
-      if (resolve_revision(repo, revision))
-        return bad_request("commits must target a branch; " + revision + " is a tag or a commit");
-      return revision_not_found(revision);
-    }
-  }
-
-  // 3. Apply the operations to the current head and swap the ref; retry when another commit moved
+  // 2. Apply the operations to the current head and swap the ref; retry when another commit moved
   //    the branch in between, unless the client pinned parentCommit.
+  Json answer = {{"success", true}, {"commitOid", ""}, {"commitUrl", ""}, {"hookOutput", ""}};
   for (int attempt = 0; attempt < 16; ++attempt) {
     std::string head;
     if (create_pr) {
       KB_TRY_ASSIGN(head, resolve_revision(repo, revision));
     } else {
-      KB_TRY_ASSIGN(auto current, lift(m_store.find_ref(repo.key, kind, ref_name)));
+      KB_TRY_ASSIGN(auto current, lift(m_store.find_ref(repo.key, target.kind, target.name)));
       if (!current) return revision_not_found(revision);
       head = *current;
-      if (!parent_commit.empty() && parent_commit != head)
-        return failure(412, "PreconditionFailed",
-                       "A commit has happened since. Please refresh and try again. (parentCommit " + parent_commit +
-                           " is not the head " + head + " of " + revision + ")");
     }
-    KB_TRY_ASSIGN(FileMap files, files_at(repo, head));
-    KB_TRY_ASSIGN(auto inline_added, apply_ops(planned.ops, files));
-    decide_lfs(files, inline_added, GitAttributes(small_text(files, ".gitattributes")));
-    KB_TRY(check_file_folder_conflicts(files));
-
+    if (!parent_commit.empty() && parent_commit != head) return stale_parent(parent_commit, head, revision);
+    KB_TRY_ASSIGN(FileMap files, files_after(*this, repo, head, planned.ops));
     CommitRequest request{planned.header.summary, planned.header.description, m_c.token->user, m_c.now,
                           std::move(files)};
-    Json answer = {{"success", true}, {"commitOid", ""}, {"commitUrl", ""}, {"hookOutput", ""}};
     if (create_pr) {
-      KB_TRY_ASSIGN(auto created, lift(m_store.commit_pull_request(repo.key, head, request)));
+      KB_TRY_ASSIGN(auto created, lift(m_store.commit_pull_request(repo.key, head, request, target.into)));
       answer["commitOid"] = created.second.oid;
       answer["commitUrl"] = repo_url(m.id) + "/commit/" + created.second.oid;
       answer["pullRequestUrl"] = repo_url(m.id) + "/discussions/" + std::to_string(created.first);
       return json_reply(answer, m_c.head);
     }
-    KB_TRY_ASSIGN(CommitOutcome outcome, lift(m_store.commit(repo.key, kind, ref_name, head, request)));
+    KB_TRY_ASSIGN(CommitOutcome outcome, lift(m_store.commit(repo.key, target.kind, target.name, head, request)));
     if (outcome.status == CasStatus::missing) return revision_not_found(revision);
-    if (outcome.status == CasStatus::stale) {
-      if (!parent_commit.empty())
-        return failure(412, "PreconditionFailed", "A commit has happened since. Please refresh and try again.");
-      continue;
-    }
+    if (outcome.status == CasStatus::stale) continue;  // parentCommit, if any, is checked again above
     answer["commitOid"] = outcome.commit.oid;
     answer["commitUrl"] = repo_url(m.id) + "/commit/" + outcome.commit.oid;
     return json_reply(answer, m_c.head);

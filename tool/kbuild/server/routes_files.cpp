@@ -107,7 +107,7 @@ Outcome<Json> items_json(Store& store, const Repo& repo, const std::string& head
 Outcome<Reply> Handlers::tree(const Match& m) {
   KB_TRY_ASSIGN(std::string oid, resolve_revision(m.repo, m.revision));
   std::string path = folder_path(m.path);
-  if (!path.empty() && !is_valid_repo_path(path)) return bad_request("invalid path \"" + m.path + "\"");
+  if (!path.empty() && !is_safe_repo_path(path)) return bad_request("invalid path \"" + m.path + "\"");
   KB_TRY_ASSIGN(FileMap files, files_at(m.repo, oid));
   auto trees = tree_ids(files);
   bool recursive = m_c.flag("recursive"), expand = m_c.flag("expand");
@@ -138,7 +138,7 @@ Outcome<Reply> Handlers::tree(const Match& m) {
 
 Outcome<Reply> Handlers::paths_info(const Match& m) {
   KB_TRY_ASSIGN(std::string oid, resolve_revision(m.repo, m.revision));
-  KB_TRY_ASSIGN(std::string text, body(m_config.limits.max_commit_body));
+  KB_TRY_ASSIGN(std::string text, body(m_config.limits.max_json_body));
   KB_TRY_ASSIGN(PathsInfoRequest request,
                 parsed(parse_paths_info(text, m_c.request.headers.get("content-type").value_or(""))));
   KB_TRY_ASSIGN(FileMap files, files_at(m.repo, oid));
@@ -146,6 +146,8 @@ Outcome<Reply> Handlers::paths_info(const Match& m) {
   std::vector<TreeItem> items;
   for (const auto& raw : request.paths) {
     std::string path = folder_path(raw);
+    if (path.empty()) continue;
+    if (!is_safe_repo_path(path)) return bad_request("invalid path \"" + raw + "\"");
     if (auto it = files.find(path); it != files.end())
       items.push_back({path, &it->second, it->second.blob_id});
     else if (auto dir = trees.find(path); dir != trees.end() && !path.empty())
@@ -158,7 +160,7 @@ Outcome<Reply> Handlers::paths_info(const Match& m) {
 Outcome<Reply> Handlers::resolve(const Match& m) {
   KB_TRY_ASSIGN(std::string oid, resolve_revision(m.repo, m.revision));
   const std::string& path = m.path;
-  if (!is_valid_repo_path(path)) return bad_request("invalid path \"" + path + "\"");
+  if (!is_safe_repo_path(path)) return bad_request("invalid path \"" + path + "\"");
   KB_TRY_ASSIGN(FileMap files, files_at(m.repo, oid));
   auto it = files.find(path);
   if (it == files.end())

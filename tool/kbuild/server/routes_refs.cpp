@@ -18,9 +18,30 @@ Outcome<Reply> Handlers::refs(const Match& m) {
   return json_reply(body, m_c.head);
 }
 
+namespace {
+
+/// Refuses a new branch or tag called `name` when git or the Hub would read the name as something else
+/// (wire.hpp: is_unambiguous_ref_name: 400), or when a ref of the other kind has it (409).
+Outcome<void> check_new_ref(Store& store, const Repo& repo, RefKind kind, const std::string& name) {
+  const char* what = kind == RefKind::branch ? "branch" : "tag";
+  if (!is_valid_ref_name(name)) return bad_request(std::string("invalid ") + what + " name \"" + name + "\"");
+  if (!is_unambiguous_ref_name(name))
+    return bad_request(std::string("ambiguous ") + what + " name \"" + name +
+                       "\": names like a commit id (40 or 64 hex), HEAD, or starting with refs/ are refused");
+  RefKind other = kind == RefKind::branch ? RefKind::tag : RefKind::branch;
+  KB_TRY_ASSIGN(auto existing, lift(store.find_ref(repo.key, other, name)));
+  if (existing)
+    return failure(409, "Conflict",
+                   std::string("a ") + (other == RefKind::branch ? "branch" : "tag") + " named " + name +
+                       " exists; a " + what + " of the same name would be ambiguous");
+  return {};
+}
+
+}  // namespace
+
 Outcome<Reply> Handlers::create_branch(const Match& m) {
-  if (!is_valid_ref_name(m.name)) return bad_request("invalid branch name \"" + m.name + "\"");
-  KB_TRY_ASSIGN(std::string text, body(m_config.limits.max_commit_body));
+  KB_TRY(check_new_ref(m_store, m.repo, RefKind::branch, m.name));
+  KB_TRY_ASSIGN(std::string text, body(m_config.limits.max_json_body));
   KB_TRY_ASSIGN(std::string start, parsed(parse_branch_start(text)));
   KB_TRY_ASSIGN(std::string target, resolve_revision(m.repo, start));
   KB_TRY_ASSIGN(bool created, lift(m_store.create_ref(m.repo.key, RefKind::branch, m.name, target)));
@@ -38,8 +59,9 @@ Outcome<Reply> Handlers::delete_branch(const Match& m) {
 
 // POST .../tag/{rev} with {"tag": name}: tags the revision ("main" when the path has none).
 Outcome<Reply> Handlers::create_tag(const Match& m) {
-  KB_TRY_ASSIGN(std::string text, body(m_config.limits.max_commit_body));
+  KB_TRY_ASSIGN(std::string text, body(m_config.limits.max_json_body));
   KB_TRY_ASSIGN(std::string tag, parsed(parse_tag_name(text)));
+  KB_TRY(check_new_ref(m_store, m.repo, RefKind::tag, tag));
   KB_TRY_ASSIGN(std::string target, resolve_revision(m.repo, m.revision.empty() ? "main" : m.revision));
   KB_TRY_ASSIGN(bool created, lift(m_store.create_ref(m.repo.key, RefKind::tag, tag, target)));
   if (!created) return failure(409, "Conflict", "Tag " + tag + " already exists (refs/tags/" + tag + ")");

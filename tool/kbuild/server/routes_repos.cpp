@@ -52,7 +52,7 @@ Outcome<Reply> Handlers::organization(const Match& m) {
 
 // The route checked for a token; the namespace comes from the body and is checked here.
 Outcome<Reply> Handlers::create_repo(const Match&) {
-  KB_TRY_ASSIGN(std::string text, body(m_config.limits.max_commit_body));
+  KB_TRY_ASSIGN(std::string text, body(m_config.limits.max_json_body));
   KB_TRY_ASSIGN(CreateRepoRequest request, parsed(parse_create_repo(text, m_c.token->user)));
   const RepoId& id = request.id;
   KB_TRY(require_write(id.ns));
@@ -81,7 +81,7 @@ Outcome<Reply> Handlers::create_repo(const Match&) {
 
 // The route checked for a token; the repo comes from the body and is checked here.
 Outcome<Reply> Handlers::delete_repo(const Match&) {
-  KB_TRY_ASSIGN(std::string text, body(m_config.limits.max_commit_body));
+  KB_TRY_ASSIGN(std::string text, body(m_config.limits.max_json_body));
   KB_TRY_ASSIGN(RepoId id, parsed(parse_delete_repo(text, m_c.token->user)));
   KB_TRY(write_repo(id));
   KB_TRY(lift(m_store.delete_repo(id)));

@@ -1,9 +1,16 @@
 #include "kbuild/server/store.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <utility>
 
 #include "kbuild/server/metadata_db.hpp"
+#include "kbuild/server/schema.hpp"
 
 namespace kbuild::server {
 
@@ -44,29 +51,6 @@ std::optional<RefKind> parse_kind(std::string_view name) {
   return std::nullopt;
 }
 
-constexpr const char* k_schema = R"sql(
-CREATE TABLE IF NOT EXISTS repos (
-  key INTEGER PRIMARY KEY, type TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
-  private INTEGER NOT NULL, object_id TEXT NOT NULL, created_ms INTEGER NOT NULL,
-  UNIQUE (type, namespace, name));
-CREATE TABLE IF NOT EXISTS commits (
-  repo INTEGER NOT NULL REFERENCES repos(key) ON DELETE CASCADE, oid TEXT NOT NULL,
-  parent TEXT NOT NULL, tree TEXT NOT NULL, title TEXT NOT NULL, message TEXT NOT NULL,
-  author TEXT NOT NULL, time_ms INTEGER NOT NULL, PRIMARY KEY (repo, oid));
-CREATE TABLE IF NOT EXISTS files (
-  repo INTEGER NOT NULL, commit_oid TEXT NOT NULL, path TEXT NOT NULL, size INTEGER NOT NULL,
-  sha256 TEXT NOT NULL, blob_id TEXT NOT NULL, lfs INTEGER NOT NULL,
-  PRIMARY KEY (repo, commit_oid, path),
-  FOREIGN KEY (repo, commit_oid) REFERENCES commits(repo, oid) ON DELETE CASCADE);
-CREATE TABLE IF NOT EXISTS refs (
-  repo INTEGER NOT NULL REFERENCES repos(key) ON DELETE CASCADE, kind TEXT NOT NULL,
-  name TEXT NOT NULL, target TEXT NOT NULL, PRIMARY KEY (repo, kind, name));
-CREATE TABLE IF NOT EXISTS uploads (
-  token TEXT PRIMARY KEY, oid TEXT NOT NULL, size INTEGER NOT NULL, chunk_size INTEGER NOT NULL,
-  expires_ms INTEGER NOT NULL);
-PRAGMA user_version = 1;
-)sql";
-
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -84,20 +68,26 @@ Result<std::unique_ptr<Store>> Store::open(const fs::path& root) {
   return store;
 }
 
-Store::~Store() { db::close(m_db); }
-
-Result<void> Store::init_schema() {
-  db::set_busy_timeout(m_db, 10000);
-  KB_TRY(db::exec(m_db, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;"));
-  KB_TRY_ASSIGN(auto version, Statement::prepare(m_db, "PRAGMA user_version"));
-  KB_TRY_ASSIGN(bool row, version.step());
-  std::int64_t current = row ? version.integer(0) : 0;
-  if (current > 1)
-    return fail("registry database " + (m_root / "hub.sqlite").string() + " has schema version " +
-                    std::to_string(current) + ", newer than this kbuild understands",
-                "use a newer kbuild, or another --root");
-  return db::exec(m_db, k_schema);
+Store::~Store() {
+  db::close(m_db);
+  if (m_lock_fd >= 0) ::close(m_lock_fd);
 }
+
+Result<void> Store::lock_exclusively() {
+  if (m_lock_fd >= 0) return {};
+  fs::path path = m_root / "serve.lock";
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return fail("cannot open " + path.string() + ": " + std::strerror(errno));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd);
+    return fail("another kbuild hub serve is using the registry " + m_root.string(),
+                "stop it first: two servers must not share a --root", ExitCode::usage);
+  }
+  m_lock_fd = fd;
+  return {};
+}
+
+Result<void> Store::init_schema() { return db::init_schema(m_db, m_root / "hub.sqlite"); }
 
 Result<std::optional<Repo>> Store::find_repo(const RepoId& id) {
   std::lock_guard lock(m_mutex);
@@ -268,6 +258,24 @@ Result<Commit> Store::insert_commit(std::int64_t repo, std::string_view parent, 
   return commit;
 }
 
+// Caller holds m_mutex and an open transaction.
+Result<CasStatus> Store::swap_ref(std::int64_t repo, RefKind kind, std::string_view name, std::string_view expected,
+                                  std::string_view target) {
+  KB_TRY_ASSIGN(auto current,
+                Statement::prepare(m_db, "SELECT target FROM refs WHERE repo = ?1 AND kind = ?2 AND name = ?3"));
+  current.bind(1, repo).bind(2, kind_name(kind)).bind(3, name);
+  KB_TRY_ASSIGN(bool row, current.step());
+  if (!row) return CasStatus::missing;
+  if (current.text(0) != expected) return CasStatus::stale;
+  KB_TRY_ASSIGN(auto update,
+                Statement::prepare(m_db,
+                                   "UPDATE refs SET target = ?1 WHERE repo = ?2 AND kind = ?3 AND name = ?4 "
+                                   "AND target = ?5"));
+  update.bind(1, target).bind(2, repo).bind(3, kind_name(kind)).bind(4, name).bind(5, expected);
+  KB_TRY(update.run());
+  return db::changes(m_db) == 1 ? CasStatus::done : CasStatus::stale;
+}
+
 Result<CommitOutcome> Store::commit(std::int64_t repo, RefKind kind, std::string_view name,
                                     std::string_view expected_parent, const CommitRequest& request) {
   std::lock_guard lock(m_mutex);
@@ -278,35 +286,48 @@ Result<CommitOutcome> Store::commit(std::int64_t repo, RefKind kind, std::string
   KB_TRY_ASSIGN(bool row, current.step());
   if (!row) return CommitOutcome{CasStatus::missing, {}};
   if (current.text(0) != expected_parent) return CommitOutcome{CasStatus::stale, {}};
+  current.reset();
   KB_TRY_ASSIGN(Commit commit, insert_commit(repo, expected_parent, request));
-  KB_TRY_ASSIGN(auto update,
-                Statement::prepare(m_db,
-                                   "UPDATE refs SET target = ?1 WHERE repo = ?2 AND kind = ?3 AND name = ?4 "
-                                   "AND target = ?5"));
-  update.bind(1, commit.oid).bind(2, repo).bind(3, kind_name(kind)).bind(4, name).bind(5, expected_parent);
-  KB_TRY(update.run());
-  if (db::changes(m_db) != 1) return CommitOutcome{CasStatus::stale, {}};
+  KB_TRY_ASSIGN(CasStatus swapped, swap_ref(repo, kind, name, expected_parent, commit.oid));
+  if (swapped != CasStatus::done) return CommitOutcome{swapped, {}};
+  if (kind == RefKind::pr) KB_TRY(note_pull_request_commit(repo, name, commit));
   KB_TRY(tx.commit());
   return CommitOutcome{CasStatus::done, std::move(commit)};
 }
 
 Result<std::pair<int, Commit>> Store::commit_pull_request(std::int64_t repo, std::string_view parent,
-                                                          const CommitRequest& request) {
+                                                          const CommitRequest& request, std::string_view target) {
   std::lock_guard lock(m_mutex);
   KB_TRY_ASSIGN(auto tx, Transaction::begin(m_db));
-  KB_TRY_ASSIGN(auto highest, Statement::prepare(m_db,
-                                                 "SELECT COALESCE(MAX(CAST(name AS INTEGER)), 0) FROM refs "
-                                                 "WHERE repo = ?1 AND kind = 'pr'"));
-  highest.bind(1, repo);
-  KB_TRY_ASSIGN(bool row, highest.step());
-  int number = static_cast<int>(row ? highest.integer(0) : 0) + 1;
+  KB_TRY_ASSIGN(std::int64_t number, next_discussion_number(repo));
   KB_TRY_ASSIGN(Commit commit, insert_commit(repo, parent, request));
   KB_TRY_ASSIGN(auto ref,
                 Statement::prepare(m_db, "INSERT INTO refs (repo, kind, name, target) VALUES (?1, 'pr', ?2, ?3)"));
   ref.bind(1, repo).bind(2, std::to_string(number)).bind(3, commit.oid);
   KB_TRY(ref.run());
+  Discussion discussion{number,
+                        random_hex(12),
+                        true,
+                        request.title,
+                        request.author,
+                        DiscussionStatus::open,
+                        request.time_ms,
+                        std::string(target),
+                        std::string(parent),
+                        ""};
+  KB_TRY(insert_discussion(repo, discussion));
+  KB_TRY(insert_event(repo, number, {"", EventKind::comment, request.author, request.time_ms, request.message, ""}));
+  KB_TRY(
+      insert_event(repo, number, {"", EventKind::commit, request.author, request.time_ms, request.title, commit.oid}));
   KB_TRY(tx.commit());
-  return std::pair<int, Commit>(number, std::move(commit));
+  return std::pair<int, Commit>(static_cast<int>(number), std::move(commit));
+}
+
+Result<std::int64_t> Store::pragma_for_testing(std::string_view name) {
+  std::lock_guard lock(m_mutex);
+  KB_TRY_ASSIGN(auto stmt, Statement::prepare(m_db, "PRAGMA " + std::string(name)));
+  KB_TRY_ASSIGN(bool row, stmt.step());
+  return row ? stmt.integer(0) : 0;
 }
 
 fs::path Store::temp_path() { return m_blobs.temp_path(); }
@@ -317,61 +338,5 @@ Result<BlobCheck> Store::adopt_blob(const fs::path& file, std::string_view sha25
   return m_blobs.adopt(file, sha256, size);
 }
 Result<std::string> Store::read_blob(std::string_view sha256) const { return m_blobs.read(sha256); }
-
-Result<void> Store::add_upload(const PendingUpload& upload) {
-  std::lock_guard lock(m_mutex);
-  KB_TRY_ASSIGN(auto stmt, Statement::prepare(m_db,
-                                              "INSERT INTO uploads (token, oid, size, chunk_size, expires_ms) "
-                                              "VALUES (?1, ?2, ?3, ?4, ?5)"));
-  stmt.bind(1, upload.token).bind(2, upload.oid).bind(3, static_cast<std::int64_t>(upload.size));
-  stmt.bind(4, static_cast<std::int64_t>(upload.chunk_size)).bind(5, upload.expires_ms);
-  return stmt.run();
-}
-
-Result<std::optional<PendingUpload>> Store::find_upload(std::string_view token, std::int64_t now_ms) {
-  std::lock_guard lock(m_mutex);
-  KB_TRY_ASSIGN(auto stmt,
-                Statement::prepare(m_db, "SELECT oid, size, chunk_size, expires_ms FROM uploads WHERE token = ?1"));
-  stmt.bind(1, token);
-  KB_TRY_ASSIGN(bool row, stmt.step());
-  if (!row || stmt.integer(3) < now_ms) return std::optional<PendingUpload>();
-  return std::optional<PendingUpload>(PendingUpload{std::string(token), stmt.text(0),
-                                                    static_cast<std::uint64_t>(stmt.integer(1)),
-                                                    static_cast<std::uint64_t>(stmt.integer(2)), stmt.integer(3)});
-}
-
-Result<void> Store::remove_upload(std::string_view token) {
-  {
-    std::lock_guard lock(m_mutex);
-    KB_TRY_ASSIGN(auto stmt, Statement::prepare(m_db, "DELETE FROM uploads WHERE token = ?1"));
-    stmt.bind(1, token);
-    KB_TRY(stmt.run());
-  }
-  std::error_code ec;
-  fs::remove_all(upload_dir(token), ec);
-  return {};
-}
-
-Result<void> Store::expire_uploads(std::int64_t now_ms) {
-  std::vector<std::string> expired;
-  {
-    std::lock_guard lock(m_mutex);
-    KB_TRY_ASSIGN(auto select, Statement::prepare(m_db, "SELECT token FROM uploads WHERE expires_ms < ?1"));
-    select.bind(1, now_ms);
-    while (true) {
-      KB_TRY_ASSIGN(bool row, select.step());
-      if (!row) break;
-      expired.push_back(select.text(0));
-    }
-    KB_TRY_ASSIGN(auto remove, Statement::prepare(m_db, "DELETE FROM uploads WHERE expires_ms < ?1"));
-    remove.bind(1, now_ms);
-    KB_TRY(remove.run());
-  }
-  for (const auto& token : expired) {
-    std::error_code ec;
-    fs::remove_all(upload_dir(token), ec);
-  }
-  return {};
-}
 
 }  // namespace kbuild::server

@@ -8,13 +8,17 @@
 // On-disk layout of a registry root:
 //
 //   <root>/config.toml                  server configuration (config.hpp)
-//   <root>/hub.sqlite (+ -wal, -shm)    the database below, WAL mode
+//   <root>/hub.sqlite (+ -wal, -shm)    the database below, WAL mode, synchronous = FULL
 //   <root>/blobs/<sha256[0:2]>/<sha256> every file content ever committed or uploaded, named by its
 //                                       SHA-256; written to <root>/tmp first, fsynced, then renamed
-//   <root>/tmp/                         temporary files (spooled request bodies, blobs being written)
-//   <root>/uploads/<token>/<part>       parts of a multipart LFS upload until it is completed
+//   <root>/tmp/                         temporary files (spooled request bodies, blobs being written);
+//                                       none outlives its request, so `kbuild hub serve` empties it
+//                                       at start (sweep_temporary)
+//   <root>/uploads/<id>/<part>          parts of a multipart LFS upload (<id>: SHA-256 of its token)
+//                                       until it completes or expires
 //
-// Database schema (PRAGMA user_version = 1; sizes in bytes, times in milliseconds since the epoch):
+// Database schema (PRAGMA user_version = 2, schema.cpp; sizes in bytes, times in milliseconds since
+// the epoch):
 //
 //   repos   (key INTEGER PRIMARY KEY, type TEXT  -- model|dataset|space|kernel
 //            namespace TEXT, name TEXT, private INTEGER, object_id TEXT -- 24 hex, the Hub "_id"
@@ -25,20 +29,33 @@
 //   files   (repo, commit_oid -> commits ON DELETE CASCADE, path TEXT, size INTEGER -- content size
 //            sha256 TEXT -- of the content, blob_id TEXT -- git blob id of what git would store
 //            (content, or the LFS pointer), lfs INTEGER, PRIMARY KEY(repo, commit_oid, path))
-//            -- the COMPLETE file list of every commit, not a diff
+//            -- the COMPLETE file list of every commit, not a diff; indexed by (repo, sha256)
 //   refs    (repo -> repos.key ON DELETE CASCADE, kind TEXT -- branch|tag|pr, name TEXT -- "main",
 //            "v1.0", "3" (for refs/pr/3), target TEXT -- commit oid, PRIMARY KEY(repo, kind, name))
-//   uploads (token TEXT PRIMARY KEY, oid TEXT -- sha256, size INTEGER, chunk_size INTEGER -- 0 for a
-//            single PUT, expires_ms INTEGER)   -- LFS uploads handed out by the batch endpoint
+//   uploads (token TEXT PRIMARY KEY, token_hash TEXT UNIQUE -- sha256 of token, repo -> repos.key
+//            ON DELETE CASCADE, oid TEXT -- sha256, size INTEGER, chunk_size INTEGER -- 0 for a
+//            single PUT, expires_ms INTEGER, completed INTEGER)
+//            -- LFS uploads handed out by a repo's batch endpoint; completed ones stay until expiry
+//   repo_objects (repo -> repos.key ON DELETE CASCADE, oid TEXT, PRIMARY KEY(repo, oid))
+//            -- objects a repo received through its own LFS uploads (router.hpp, "Content access")
+//   discussions (repo -> repos.key ON DELETE CASCADE, num INTEGER, object_id TEXT, is_pr INTEGER,
+//            title TEXT, author TEXT, status TEXT -- draft|open|closed|merged, created_ms INTEGER,
+//            target TEXT -- branch a pull request merges into, base TEXT -- commit it started from,
+//            merge_commit TEXT, PRIMARY KEY(repo, num))   -- pull request N is refs/pr/N
+//   discussion_events (repo, num -> discussions ON DELETE CASCADE, seq INTEGER, id TEXT, kind TEXT
+//            -- comment|commit|status-change|title-change, author TEXT, time_ms INTEGER, text TEXT,
+//            detail TEXT, PRIMARY KEY(repo, num, seq))
 //
 // Consistency: a commit is one SQLite transaction that inserts the commit and its file list and moves
 // the ref only if it still points at the expected parent (compare-and-swap). Blobs are written and
 // fsynced before that transaction starts. A crash at any point therefore leaves every ref on a
-// complete commit; at worst some unreferenced blobs remain. Blobs are never deleted.
+// complete commit; at worst some unreferenced blobs remain. Blobs are never deleted. Merging a pull
+// request is one such transaction that also marks the pull request merged.
 //
 // Thread safety: one Store may be used from many threads; database access is serialised by an
 // internal mutex, blob hashing and copying run outside it.
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -93,13 +110,66 @@ struct CommitOutcome {
   Commit commit;  ///< the new commit when `done`
 };
 
-/// A multipart or single-PUT LFS upload handed out by the batch endpoint.
+/// A multipart or single-PUT LFS upload handed out by the batch endpoint of one repo.
 struct PendingUpload {
-  std::string token;  ///< one-time secret carried in the upload URLs
-  std::string oid;    ///< expected SHA-256 of the content
+  std::string token;      ///< one-time secret carried in the upload URLs
+  std::int64_t repo = 0;  ///< the repo whose batch handed it out; it receives the object
+  std::string oid;        ///< expected SHA-256 of the content
   std::uint64_t size = 0;
   std::uint64_t chunk_size = 0;  ///< 0: one PUT; otherwise parts of this size (the last one shorter)
   std::int64_t expires_ms = 0;
+  bool completed = false;  ///< the object arrived (a retried request is answered 200 until expiry)
+};
+
+/// What a sweep of temporary files removed.
+struct SweepReport {
+  std::uint64_t files = 0;  ///< files and upload directories
+  std::uint64_t bytes = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Discussions and pull requests (pull request N is refs/pr/N).
+
+enum class DiscussionStatus { draft, open, closed, merged };
+std::string_view status_name(DiscussionStatus status);
+std::optional<DiscussionStatus> parse_status(std::string_view name);
+
+struct Discussion {
+  std::int64_t num = 0;
+  std::string object_id;  ///< 24 hex
+  bool is_pr = false;
+  std::string title;
+  std::string author;
+  DiscussionStatus status = DiscussionStatus::open;
+  std::int64_t created_ms = 0;
+  std::string target;        ///< pull requests: the branch they merge into
+  std::string base;          ///< pull requests: the commit they started from (the merge base)
+  std::string merge_commit;  ///< merged pull requests: the commit on `target`
+};
+
+enum class EventKind { comment, commit, status_change, title_change };
+std::string_view event_kind_name(EventKind kind);
+
+/// One entry of a discussion's timeline. comment: text = content; commit: text = subject, detail =
+/// oid; status_change: text = the new status; title_change: text = old title, detail = new title.
+struct DiscussionEvent {
+  std::string id;  ///< 24 hex
+  EventKind kind = EventKind::comment;
+  std::string author;
+  std::int64_t time_ms = 0;
+  std::string text;
+  std::string detail;
+};
+
+/// A discussion to open: a pull request also gets refs/pr/N on `base`, in draft status.
+struct NewDiscussion {
+  bool is_pr = false;
+  std::string title;
+  std::string description;  ///< the first comment
+  std::string author;
+  std::int64_t time_ms = 0;
+  std::string target;  ///< pull requests
+  std::string base;    ///< pull requests
 };
 
 class Store {
@@ -111,6 +181,9 @@ class Store {
   Store& operator=(const Store&) = delete;
 
   const std::filesystem::path& root() const { return m_root; }
+  /// Takes <root>/serve.lock (flock) for the Store's lifetime, so that one server at a time serves a
+  /// root and may sweep its temporary files; fails when another process holds it.
+  Result<void> lock_exclusively();
   /// Where temporary files go; on the same filesystem as the blobs, so they can be renamed into place.
   std::filesystem::path temp_dir() const { return m_root / "tmp"; }
   /// A fresh, unused path inside temp_dir().
@@ -144,10 +217,17 @@ class Store {
   /// be stored.
   Result<CommitOutcome> commit(std::int64_t repo, RefKind kind, std::string_view name, std::string_view expected_parent,
                                const CommitRequest& request);
-  /// In one transaction: records a commit on top of `parent` and creates refs/pr/<N> for it, N being
-  /// one more than the highest pull request number of the repo. Returns N and the commit.
+  /// In one transaction: records a commit on top of `parent`, creates refs/pr/<N> for it and an open
+  /// pull request N into branch `target` (title and first comment from the commit), N being the next
+  /// discussion number of the repo. Returns N and the commit. A commit() to refs/pr/N adds a commit
+  /// event to pull request N (and opens a draft).
   Result<std::pair<int, Commit>> commit_pull_request(std::int64_t repo, std::string_view parent,
-                                                     const CommitRequest& request);
+                                                     const CommitRequest& request, std::string_view target = "main");
+
+  // --- content access (router.hpp, "Content access") ---
+  /// Whether repo `repo` may use object `oid`: it arrived through one of the repo's own LFS uploads, or
+  /// a commit of the repo (any, on any ref) references it.
+  Result<bool> may_use_object(std::int64_t repo, std::string_view oid);
 
   // --- blobs (blob_store.hpp) ---
   std::filesystem::path blob_path(std::string_view sha256) const;
@@ -160,17 +240,48 @@ class Store {
   Result<BlobCheck> adopt_blob(const std::filesystem::path& file, std::string_view sha256, std::uint64_t size);
   Result<std::string> read_blob(std::string_view sha256) const;
 
-  // --- pending LFS uploads ---
+  // --- LFS uploads (store_uploads.cpp) ---
   Result<void> add_upload(const PendingUpload& upload);
-  /// The upload with this token, if it exists and has not expired at `now_ms`.
+  /// The upload with this token, if it exists and has not expired at `now_ms`. The row is looked up by
+  /// the token's SHA-256 and the token then compared in constant time.
   Result<std::optional<PendingUpload>> find_upload(std::string_view token, std::int64_t now_ms);
-  /// Forgets an upload and removes its parts.
-  Result<void> remove_upload(std::string_view token);
+  /// An incomplete, unexpired upload of `oid` with this size and chunk size handed out to `repo`, so
+  /// that a client asking again resumes it (same token and URLs, parts kept); its expiry moves to
+  /// `expires_ms`. nullopt when there is none.
+  Result<std::optional<PendingUpload>> resume_upload(std::int64_t repo, std::string_view oid, std::uint64_t size,
+                                                     std::uint64_t chunk_size, std::int64_t now_ms,
+                                                     std::int64_t expires_ms);
+  /// Marks the upload completed, lets its repo use the object (may_use_object) and removes its parts.
+  Result<void> finish_upload(const PendingUpload& upload);
   /// Forgets uploads that expired before `now_ms`, with their parts.
   Result<void> expire_uploads(std::int64_t now_ms);
-  /// Where the parts of a multipart upload are kept: <root>/uploads/<token>/<part number>.
-  std::filesystem::path upload_dir(std::string_view token) const { return m_root / "uploads" / std::string(token); }
+  /// Where the parts of a multipart upload are kept: <root>/uploads/<sha256 of token>/<part number>.
+  std::filesystem::path upload_dir(const PendingUpload& upload) const;
+  /// What the LFS batch endpoint does first: expire_uploads(now_ms) and, at most once a minute,
+  /// sweep_temporary(now_ms - max_age_ms).
+  Result<void> tidy_up(std::int64_t now_ms, std::int64_t max_age_ms);
+  /// Removes the files of temp_dir() last modified before `older_than_ms` (milliseconds since the
+  /// epoch; INT64_MAX for all), and the upload directories that belong to no pending upload.
+  Result<SweepReport> sweep_temporary(std::int64_t older_than_ms);
 
+  // --- discussions and pull requests (store_discussions.cpp) ---
+  /// Opens discussion N (the repo's next number); a pull request also gets refs/pr/N on `base`.
+  Result<Discussion> create_discussion(std::int64_t repo, const NewDiscussion& request);
+  /// All discussions of a repo, newest first.
+  Result<std::vector<Discussion>> list_discussions(std::int64_t repo);
+  Result<std::optional<Discussion>> find_discussion(std::int64_t repo, std::int64_t num);
+  Result<std::vector<DiscussionEvent>> discussion_events(std::int64_t repo, std::int64_t num);
+  /// Appends an event (its id is generated) and, when given, sets the discussion's status.
+  Result<DiscussionEvent> add_discussion_event(std::int64_t repo, std::int64_t num, DiscussionEvent event,
+                                               std::optional<DiscussionStatus> status = std::nullopt);
+  /// In one transaction: commits `request` to branch `target` if it still points at
+  /// `expected_head` (as commit()), then marks pull request `num` merged with that commit and a
+  /// status-change event by the commit's author.
+  Result<CommitOutcome> merge_pull_request(std::int64_t repo, std::int64_t num, std::string_view target,
+                                           std::string_view expected_head, const CommitRequest& request);
+
+  /// For tests: the value of a PRAGMA on the Store's own connection (e.g. "synchronous": 2 is FULL).
+  Result<std::int64_t> pragma_for_testing(std::string_view name);
   /// For tests: the next commit() or commit_pull_request() fails after writing its rows and before
   /// moving or creating the ref, as a crash would; the transaction must leave no trace.
   void fail_next_commit_for_testing() { m_fail_next_commit = true; }
@@ -179,12 +290,21 @@ class Store {
   Store(std::filesystem::path root, sqlite3* db) : m_root(std::move(root)), m_db(db), m_blobs(m_root) {}
   Result<void> init_schema();
   Result<Commit> insert_commit(std::int64_t repo, std::string_view parent, const CommitRequest& request);
+  // The helpers below expect m_mutex held and a transaction open.
+  Result<CasStatus> swap_ref(std::int64_t repo, RefKind kind, std::string_view name, std::string_view expected,
+                             std::string_view target);
+  Result<std::int64_t> next_discussion_number(std::int64_t repo);
+  Result<void> insert_discussion(std::int64_t repo, const Discussion& discussion);
+  Result<DiscussionEvent> insert_event(std::int64_t repo, std::int64_t num, DiscussionEvent event);
+  Result<void> note_pull_request_commit(std::int64_t repo, std::string_view number, const Commit& commit);
 
   std::filesystem::path m_root;
   sqlite3* m_db = nullptr;
   BlobStore m_blobs;
   std::mutex m_mutex;
   bool m_fail_next_commit = false;
+  std::atomic<std::int64_t> m_last_sweep_ms{0};
+  int m_lock_fd = -1;
 };
 
 }  // namespace kbuild::server

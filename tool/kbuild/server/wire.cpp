@@ -6,11 +6,12 @@
 
 #include "kbuild/hub/http.hpp"
 #include "kbuild/server/object_ids.hpp"
+#include "kbuild/server/wire_json.hpp"
 #include "kbuild/util/strings.hpp"
 
 namespace kbuild::server {
 
-using Json = nlohmann::ordered_json;
+using namespace wire_json;
 
 // ---------------------------------------------------------------------------------------------
 // Text, forms and headers
@@ -84,6 +85,39 @@ std::string folder_path(std::string path) {
   return path;
 }
 
+bool is_safe_repo_path(std::string_view path) {
+  if (!is_valid_repo_path(path) || path.find('\\') != std::string_view::npos) return false;
+  for (const auto& part : util::split(path, '/'))
+    if (part == "~") return false;
+  std::string lower = lowercase(path);
+  for (const char* escape : {"%2e", "%2f", "%5c"})
+    if (lower.find(escape) != std::string::npos) return false;
+  return true;
+}
+
+bool is_unambiguous_ref_name(std::string_view name) {
+  if (!is_valid_ref_name(name) || name.starts_with("refs/")) return false;
+  if ((name.size() == 40 || name.size() == 64) &&
+      std::all_of(name.begin(), name.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); }))
+    return false;
+  std::string upper(name);
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (const char* special : {"HEAD", "FETCH_HEAD", "ORIG_HEAD", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD",
+                              "BISECT_HEAD", "AUTO_MERGE"})
+    if (upper == special) return false;
+  return true;
+}
+
+bool parse_pull_request_ref(std::string_view revision, std::int64_t& number) {
+  if (!revision.starts_with("refs/pr/")) return false;
+  std::string_view digits = revision.substr(8);
+  if (digits.empty() || digits.size() > 9 || digits.front() == '0' ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return false;
+  number = std::stoll(std::string(digits));
+  return true;
+}
+
 std::optional<std::string> bearer_token(const std::string& header) {
   std::string_view text = util::trim(header);
   size_t space = text.find(' ');
@@ -142,37 +176,6 @@ std::optional<ByteRange> parse_range(const std::optional<std::string>& header, s
 // JSON bodies
 
 namespace {
-
-const Json* member(const Json& object, std::string_view key) {
-  if (!object.is_object()) return nullptr;
-  auto it = object.find(std::string(key));
-  return it == object.end() ? nullptr : &*it;
-}
-
-std::optional<std::string> string_member(const Json& object, std::string_view key) {
-  const Json* value = member(object, key);
-  if (!value || !value->is_string()) return std::nullopt;
-  return value->get<std::string>();
-}
-
-std::optional<std::int64_t> integer_member(const Json& object, std::string_view key) {
-  const Json* value = member(object, key);
-  if (!value || !value->is_number_integer()) return std::nullopt;
-  return value->get<std::int64_t>();
-}
-
-std::optional<bool> boolean_member(const Json& object, std::string_view key) {
-  const Json* value = member(object, key);
-  if (!value || !value->is_boolean()) return std::nullopt;
-  return value->get<bool>();
-}
-
-Parsed<Json> parse_json(std::string_view text, bool allow_empty = false) {
-  if (allow_empty && util::trim(text).empty()) return Json::object();
-  Json value = Json::parse(text, nullptr, false);
-  if (value.is_discarded()) return std::unexpected("the request body is not valid JSON");
-  return value;
-}
 
 const char* const k_bad_type = "\"type\" must be model, dataset, space or kernel";
 
@@ -256,7 +259,7 @@ Parsed<PreuploadRequest> parse_preupload(std::string_view body) {
     auto path = string_member(file, "path");
     auto size = integer_member(file, "size");
     if (!path || !size || *size < 0) return std::unexpected("each file needs \"path\" (string) and \"size\" (integer)");
-    if (!is_valid_repo_path(*path)) return std::unexpected("invalid path \"" + *path + "\"");
+    if (!is_safe_repo_path(*path)) return std::unexpected("invalid path \"" + *path + "\"");
     PreuploadFile entry{*path, static_cast<std::uint64_t>(*size), {}};
     if (!decode_base64(string_member(file, "sample").value_or(""), entry.sample))
       return std::unexpected("\"sample\" of " + *path + " is not base64");
@@ -300,101 +303,35 @@ Parsed<MultipartCompletion> parse_multipart_completion(std::string_view body) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The NDJSON commit body
+// Discussions
 
-namespace {
-
-Parsed<CommitHeader> parse_header(const Json& value) {
-  CommitHeader header;
-  auto summary = string_member(value, "summary");
-  if (!summary) return std::unexpected("the commit header needs a \"summary\" string");
-  header.summary = *summary;
-  header.description = string_member(value, "description").value_or("");
-  header.parent_commit = string_member(value, "parentCommit").value_or("");
-  if (!header.parent_commit.empty() && !is_commit_oid(header.parent_commit))
-    return std::unexpected("parentCommit must be a 40-character lowercase hex commit id");
-  return header;
+Parsed<NewDiscussionRequest> parse_new_discussion(std::string_view body) {
+  KB_TRY_ASSIGN(Json request, parse_json(body));
+  auto title = string_member(request, "title");
+  if (!title) return std::unexpected("\"title\" (string) is required");
+  NewDiscussionRequest out;
+  out.title = std::string(util::trim(*title));
+  if (out.title.size() < 3 || out.title.size() > 200) return std::unexpected("the title must have 3 to 200 characters");
+  out.description = string_member(request, "description").value_or("");
+  out.pull_request = boolean_member(request, "pullRequest").value_or(false);
+  return out;
 }
 
-// "file": {"path", "content", "encoding"?}; fills line.content.
-Parsed<void> parse_file(const Json& value, CommitLine& line) {
-  auto content = string_member(value, "content");
-  if (!content) return std::unexpected(line.where + ": \"content\" (string) is required");
-  std::string encoding = string_member(value, "encoding").value_or("utf-8");
-  if (encoding == "base64") {
-    if (!decode_base64(*content, line.content)) return std::unexpected(line.where + ": content is not valid base64");
-  } else if (encoding == "utf-8" || encoding == "utf8") {
-    line.content = std::move(*content);
-  } else {
-    return std::unexpected(line.where + ": unknown encoding \"" + encoding + "\"");
-  }
-  return {};
+Parsed<StatusChangeRequest> parse_status_change(std::string_view body) {
+  KB_TRY_ASSIGN(Json request, parse_json(body));
+  StatusChangeRequest out;
+  out.status = string_member(request, "status").value_or("");
+  if (out.status != "open" && out.status != "closed") return std::unexpected("\"status\" must be open or closed");
+  out.comment = string_member(request, "comment").value_or("");
+  return out;
 }
 
-// "lfsFile": {"path", "oid", "size"?, "algo"?}; fills line.oid and line.size.
-Parsed<void> parse_lfs_file(const Json& value, CommitLine& line) {
-  auto oid = string_member(value, "oid");
-  if (auto algo = string_member(value, "algo"); algo && *algo != "sha256")
-    return std::unexpected(line.where + ": only algo \"sha256\" is supported");
-  if (!oid || !is_sha256_hex(*oid))
-    return std::unexpected(line.where + ": \"oid\" must be a sha256 (64 lowercase hex)");
-  line.oid = *oid;
-  line.size = integer_member(value, "size");
-  return {};
-}
-
-// The kind and fields of a line after the header, checked in this order: path, then the kind's fields.
-Parsed<void> parse_operation(const std::string& key, const Json& value, CommitLine& line) {
-  auto path = string_member(value, "path");
-  if (!path) return std::unexpected(line.where + ": \"path\" (string) is required");
-  line.path = key == "deletedFolder" ? folder_path(*path) : *path;
-  if (!is_valid_repo_path(line.path)) return std::unexpected(line.where + ": invalid path \"" + *path + "\"");
-  if (key == "file") {
-    line.kind = CommitLineKind::file;
-    return parse_file(value, line);
-  }
-  if (key == "lfsFile") {
-    line.kind = CommitLineKind::lfs_file;
-    return parse_lfs_file(value, line);
-  }
-  if (key == "deletedFile") {
-    line.kind = CommitLineKind::deleted_file;
-    return {};
-  }
-  if (key == "deletedFolder") {
-    line.kind = CommitLineKind::deleted_folder;
-    return {};
-  }
-  return std::unexpected(line.where + ": unknown key \"" + key + "\"");
-}
-
-}  // namespace
-
-Parsed<std::optional<CommitLine>> CommitReader::next() {
-  std::string_view text;
-  while (text.empty()) {
-    if (m_start >= m_body.size()) return std::optional<CommitLine>();
-    size_t end = m_body.find('\n', m_start);
-    if (end == std::string_view::npos) end = m_body.size();
-    text = util::trim(m_body.substr(m_start, end - m_start));
-    m_start = end + 1;
-  }
-  ++m_line;
-  CommitLine line;
-  line.where = "commit line " + std::to_string(m_line);
-  Json item = Json::parse(text, nullptr, false);
-  auto key = string_member(item, "key");
-  const Json* value = member(item, "value");
-  if (item.is_discarded() || !key || !value || !value->is_object())
-    return std::unexpected(line.where + ": expected {\"key\": ..., \"value\": {...}}");
-  if (*key == "header") {
-    if (m_line != 1) return std::unexpected(line.where + ": the header must come first");
-    KB_TRY_ASSIGN(line.header, parse_header(*value));
-    return line;
-  }
-  if (m_line == 1) return std::unexpected("the first commit line must be the header");
-  KB_TRY(parse_operation(*key, *value, line));
-  return line;
+Parsed<std::string> parse_comment(std::string_view body, bool required) {
+  KB_TRY_ASSIGN(Json request, parse_json(body, !required));
+  if (request.is_null()) request = Json::object();  // "null": huggingface_hub's merge without a comment
+  std::string comment = string_member(request, "comment").value_or("");
+  if (required && util::trim(comment).empty()) return std::unexpected("\"comment\" (string) is required");
+  return comment;
 }
 
 }  // namespace kbuild::server

@@ -32,6 +32,16 @@ bool truthy(std::string_view value);
 bool decode_base64(std::string_view text, std::string& out);
 /// Strips one trailing '/' (folder paths may carry one).
 std::string folder_path(std::string path);
+/// A path inside a repo that the server accepts: is_valid_repo_path, and no '\\', no "~" component,
+/// and no percent-escape of '.', '/' or '\\' ("%2e", "%2f", "%5c" in any case: a client that sends
+/// one encoded twice, or hopes that something decodes it later).
+bool is_safe_repo_path(std::string_view path);
+/// A branch or tag name that cannot be mistaken for something else: is_valid_ref_name, and not a 40-
+/// or 64-hex id (any case), not HEAD (any case) or another of git's special refs (FETCH_HEAD,
+/// ORIG_HEAD, MERGE_HEAD, ...), and not starting with "refs/".
+bool is_unambiguous_ref_name(std::string_view name);
+/// "refs/pr/N" with N a positive decimal number without leading zeros; N in `number`.
+bool parse_pull_request_ref(std::string_view revision, std::int64_t& number);
 
 /// The token carried by an Authorization header, "Bearer <token>" or "Basic base64(user:token)";
 /// nullopt for anything else.
@@ -136,18 +146,40 @@ struct CommitLine {
   std::optional<std::int64_t> size;  ///< lfsFile: the announced size, when given
 };
 
-/// Reads a commit body one line at a time, so that only one file's decoded content is held at once.
-class CommitReader {
+/// Parses a commit body one line at a time (the caller reads the lines, see file_io.hpp: LineReader),
+/// so that only one line and one file's decoded content are held at once. A string value longer than
+/// 64 KiB without escapes (the base64 content of a large file) is not copied into the JSON tree: it
+/// is decoded straight from the line, which is freed first when possible, so a line of L bytes needs
+/// about 1.75 L of memory.
+class CommitParser {
  public:
-  explicit CommitReader(std::string_view body) : m_body(body) {}
-  /// The next non-blank line, parsed and checked; nullopt after the last one. The header must be the
-  /// first line, and only the first.
-  Parsed<std::optional<CommitLine>> next();
+  /// One line (without its '\n'), parsed and checked; nullopt for a blank line. The header must be
+  /// the first non-blank line, and only the first.
+  Parsed<std::optional<CommitLine>> parse(std::string&& line);
 
  private:
-  std::string_view m_body;
-  std::size_t m_start = 0;
   std::size_t m_line = 0;
 };
+
+// ---------------------------------------------------------------------------------------------
+// Discussions and pull requests
+
+/// POST .../discussions: {"title" (3-200 characters once trimmed), "description"?, "pullRequest"?}.
+struct NewDiscussionRequest {
+  std::string title;
+  std::string description;
+  bool pull_request = false;
+};
+Parsed<NewDiscussionRequest> parse_new_discussion(std::string_view body);
+
+/// POST .../discussions/{num}/status: {"status": "open"|"closed", "comment"?}.
+struct StatusChangeRequest {
+  std::string status;
+  std::string comment;
+};
+Parsed<StatusChangeRequest> parse_status_change(std::string_view body);
+
+/// POST .../discussions/{num}/comment: {"comment"} (not empty); .../merge: {"comment"?} or no body.
+Parsed<std::string> parse_comment(std::string_view body, bool required);
 
 }  // namespace kbuild::server

@@ -1,0 +1,189 @@
+// The connections of the registry's HTTP server (connection.hpp); with listener.cpp the only
+// translation units that include cpp-httplib.
+#include "kbuild/server/connection.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+
+#include "kbuild/util/log.hpp"
+
+namespace kbuild::server {
+
+namespace {
+
+using Clock = ReadBudget::Clock;
+
+thread_local ConnectionState* t_current = nullptr;
+
+/// The address and port of a socket's peer (`peer`) or own end, IPv4-mapped IPv6 addresses as IPv4.
+bool socket_address(socket_t sock, bool peer, std::string& ip, int& port) {
+  sockaddr_storage storage{};
+  socklen_t length = sizeof storage;
+  auto* address = reinterpret_cast<sockaddr*>(&storage);
+  if ((peer ? ::getpeername(sock, address, &length) : ::getsockname(sock, address, &length)) != 0) return false;
+  char text[INET6_ADDRSTRLEN] = {};
+  if (storage.ss_family == AF_INET) {
+    const auto* v4 = reinterpret_cast<const sockaddr_in*>(&storage);
+    ::inet_ntop(AF_INET, &v4->sin_addr, text, sizeof text);
+    port = ntohs(v4->sin_port);
+  } else if (storage.ss_family == AF_INET6) {
+    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(&storage);
+    if (IN6_IS_ADDR_V4MAPPED(&v6->sin6_addr))
+      ::inet_ntop(AF_INET, &v6->sin6_addr.s6_addr[12], text, sizeof text);
+    else
+      ::inet_ntop(AF_INET6, &v6->sin6_addr, text, sizeof text);
+    port = ntohs(v6->sin6_port);
+  } else {
+    return false;
+  }
+  ip = text;
+  return true;
+}
+
+/// A connection's byte stream for httplib, with the deadlines and limits of a ReadBudget. Reads are
+/// buffered (httplib reads headers one byte at a time); once a read deadline passes or a header limit
+/// is hit every later read fails (and the connection closes after the answer).
+class GuardedStream : public httplib::Stream {
+ public:
+  GuardedStream(socket_t sock, ReadBudget::Limits limits, const std::atomic<socket_t>& server_socket,
+                ConnectionState& state)
+      : m_sock(sock), m_budget(limits), m_server_socket(server_socket), m_state(state) {}
+
+  bool is_readable() const override { return m_offset < m_length || wait(POLLIN, m_budget.read_deadline()); }
+  bool is_writable() const override { return !m_write_failed && wait(POLLOUT, m_budget.write_deadline(Clock::now())); }
+
+  ssize_t read(char* ptr, size_t size) override {
+    if (m_read_failed) return -1;
+    if (m_offset == m_length) {
+      if (!wait(POLLIN, m_budget.read_deadline())) {
+        m_state.read_timed_out = m_server_socket != INVALID_SOCKET;
+        return fail_read();
+      }
+      ssize_t got;
+      do {
+        got = ::recv(m_sock, m_buffer.data(), m_buffer.size(), 0);
+      } while (got < 0 && errno == EINTR);
+      if (got <= 0) return fail_read(got);
+      m_offset = 0;
+      m_length = static_cast<size_t>(got);
+    }
+    size_t take = std::min(size, m_length - m_offset);
+    if (!m_budget.account_read(std::string_view(m_buffer.data() + m_offset, take), Clock::now())) {
+      m_state.header_limit_exceeded = true;
+      return fail_read();
+    }
+    std::memcpy(ptr, m_buffer.data() + m_offset, take);
+    m_offset += take;
+    return static_cast<ssize_t>(take);
+  }
+
+  // Writes still work after a read failed, so that the error answer (408, 431) goes out.
+  ssize_t write(const char* ptr, size_t size) override {
+    if (m_write_failed || !wait(POLLOUT, m_budget.write_deadline(Clock::now()))) return m_write_failed = true, -1;
+    ssize_t sent;
+    do {
+      sent = ::send(m_sock, ptr, size, MSG_NOSIGNAL);
+    } while (sent < 0 && errno == EINTR);
+    if (sent < 0) return m_write_failed = true, -1;
+    m_budget.account_write(static_cast<size_t>(sent), Clock::now());
+    return sent;
+  }
+
+  void get_remote_ip_and_port(std::string& ip, int& port) const override { socket_address(m_sock, true, ip, port); }
+  void get_local_ip_and_port(std::string& ip, int& port) const override { socket_address(m_sock, false, ip, port); }
+  socket_t socket() const override { return m_sock; }
+
+  /// Waits up to `idle` for the first byte of the next request.
+  bool wait_for_request(std::chrono::seconds idle) const {
+    return !broken() && (m_offset < m_length || wait(POLLIN, Clock::now() + idle));
+  }
+  void begin_request() { m_budget.begin_request(Clock::now()); }
+  void begin_body() { m_budget.begin_body(Clock::now()); }
+  bool broken() const { return m_read_failed || m_write_failed; }
+
+ private:
+  ssize_t fail_read(ssize_t result = -1) {
+    m_read_failed = true;
+    return result;
+  }
+
+  /// Polls for `events` until `deadline`, in slices, giving up early when the server stops.
+  bool wait(short events, Clock::time_point deadline) const {
+    while (m_server_socket != INVALID_SOCKET) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      if (left <= 0) return false;
+      pollfd fd{m_sock, events, 0};
+      int ready = ::poll(&fd, 1, static_cast<int>(std::min<long long>(left, 100)));
+      if (ready > 0) return true;
+      if (ready < 0 && errno != EINTR) return false;
+    }
+    return false;
+  }
+
+  socket_t m_sock;
+  mutable ReadBudget m_budget;
+  const std::atomic<socket_t>& m_server_socket;
+  ConnectionState& m_state;
+  std::array<char, 16 * 1024> m_buffer{};
+  size_t m_offset = 0, m_length = 0;
+  bool m_read_failed = false, m_write_failed = false;
+};
+
+}  // namespace
+
+ConnectionState* GuardedServer::current() { return t_current; }
+
+void GuardedServer::refuse(socket_t sock) {
+  const std::string message = "too many connections from this address; try again later";
+  const std::string body = "{\"error\":\"" + message + "\"}";
+  const std::string response =
+      "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nX-Error-Code: TooManyConnections\r\n"
+      "X-Error-Message: " +
+      message + "\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: " + std::to_string(body.size()) +
+      "\r\n\r\n" + body;
+  // Best effort and without waiting (the client holds enough workers already): the answer, the end of
+  // our side, and what the client sent so far is read, so that closing does not reset the connection.
+  (void)::send(sock, response.data(), response.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  ::shutdown(sock, SHUT_WR);
+  char drain[4096];
+  while (::recv(sock, drain, sizeof drain, MSG_DONTWAIT) > 0) {
+  }
+}
+
+bool GuardedServer::process_and_close_socket(socket_t sock) {
+  std::string address;
+  int port = 0;
+  socket_address(sock, true, address, port);
+  bool ret = false;
+  if (!m_clients.acquire(address)) {
+    util::log::debug("refused a connection from " + address + ": it has " +
+                     std::to_string(m_limits.max_connections_per_client) + " open already");
+    refuse(sock);
+  } else {
+    ConnectionState state;
+    GuardedStream stream(sock, m_limits.read, svr_sock_, state);
+    t_current = &state;
+    for (size_t left = keep_alive_max_count_; left > 0 && svr_sock_ != INVALID_SOCKET; --left) {
+      if (!stream.wait_for_request(std::chrono::seconds(keep_alive_timeout_sec_))) break;
+      stream.begin_request();
+      bool closed = false;
+      ret = process_request(stream, left == 1, closed, [&](httplib::Request&) { stream.begin_body(); });
+      if (!ret || closed || state.close_after_response || stream.broken()) break;
+    }
+    t_current = nullptr;
+    m_clients.release(address);
+  }
+  ::shutdown(sock, SHUT_RDWR);
+  ::close(sock);
+  return ret;
+}
+
+}  // namespace kbuild::server

@@ -1,0 +1,124 @@
+#include "kbuild/server/guard.hpp"
+
+#include <algorithm>
+
+#include "kbuild/util/strings.hpp"
+
+namespace kbuild::server {
+
+// ---------------------------------------------------------------------------------------------
+// ReadBudget
+
+void ReadBudget::begin_request(Clock::time_point now) {
+  m_in_headers = true;
+  m_header_limit_exceeded = false;
+  m_header_bytes = m_header_lines = m_line_length = 0;
+  m_read_mark = now;
+  m_read_since_mark = 0;
+  m_writing = false;
+}
+
+void ReadBudget::begin_body(Clock::time_point now) {
+  m_in_headers = false;
+  m_read_mark = now;
+  m_read_since_mark = 0;
+}
+
+ReadBudget::Clock::time_point ReadBudget::read_deadline() const { return m_read_mark + m_limits.timeout; }
+
+bool ReadBudget::account_read(std::string_view bytes, Clock::time_point now) {
+  m_writing = false;
+  if (m_in_headers) {
+    m_header_bytes += bytes.size();
+    for (char c : bytes) {
+      if (c == '\n') {
+        if (m_line_length > 0) ++m_header_lines;  // the request line or a header; a blank line ends them
+        m_line_length = 0;
+      } else if (c != '\r') {
+        ++m_line_length;
+      }
+    }
+    if (m_header_bytes > m_limits.max_header_bytes || m_header_lines > m_limits.max_header_count + 1)
+      m_header_limit_exceeded = true;
+    return !m_header_limit_exceeded;
+  }
+  m_read_since_mark += bytes.size();
+  if (m_read_since_mark >= m_limits.progress_bytes) {
+    m_read_mark = now;
+    m_read_since_mark = 0;
+  }
+  return true;
+}
+
+ReadBudget::Clock::time_point ReadBudget::write_deadline(Clock::time_point now) {
+  if (!m_writing) {  // the first write of a response: the time spent handling the request is free
+    m_writing = true;
+    m_write_mark = now;
+    m_written_since_mark = 0;
+  }
+  return m_write_mark + m_limits.timeout;
+}
+
+void ReadBudget::account_write(std::size_t bytes, Clock::time_point now) {
+  m_written_since_mark += bytes;
+  if (m_written_since_mark >= m_limits.progress_bytes) {
+    m_write_mark = now;
+    m_written_since_mark = 0;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// ClientLimiter
+
+bool ClientLimiter::acquire(const std::string& address) {
+  std::lock_guard lock(m_mutex);
+  std::size_t& count = m_active[address];
+  if (count >= m_per_client) {
+    if (count == 0) m_active.erase(address);
+    return false;
+  }
+  ++count;
+  return true;
+}
+
+void ClientLimiter::release(const std::string& address) {
+  std::lock_guard lock(m_mutex);
+  auto it = m_active.find(address);
+  if (it == m_active.end()) return;
+  if (--it->second == 0) m_active.erase(it);
+}
+
+std::size_t ClientLimiter::active(const std::string& address) const {
+  std::lock_guard lock(m_mutex);
+  auto it = m_active.find(address);
+  return it == m_active.end() ? 0 : it->second;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+std::optional<std::string> framing_problem(std::string_view method, const std::vector<std::string>& content_lengths,
+                                           bool transfer_encoding, std::string_view content_type) {
+  if (content_lengths.size() > 1) return "duplicate Content-Length headers";
+  if (!content_lengths.empty() && transfer_encoding) return "both Content-Length and Transfer-Encoding";
+  const std::string length = content_lengths.empty() ? "" : content_lengths.front();
+  if (!content_lengths.empty() &&
+      (length.empty() || length.size() > 19 || length.find_first_not_of("0123456789") != std::string::npos))
+    return "invalid Content-Length";
+  bool has_body = transfer_encoding || (!content_lengths.empty() && length.find_first_not_of('0') != std::string::npos);
+  if ((method == "GET" || method == "HEAD") && has_body) return "a " + std::string(method) + " request has no body";
+  std::string type(content_type.substr(0, 19));
+  for (char& c : type) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (type == "multipart/form-data") return "multipart/form-data bodies are not accepted";
+  return std::nullopt;
+}
+
+std::uint64_t body_limit(std::string_view method, std::string_view target, const Limits& limits) {
+  std::string_view path = target.substr(0, target.find('?'));
+  if (method == "PUT" && path.starts_with("/lfs/upload/")) return limits.max_lfs_object;
+  auto segments = util::split(path, '/');  // "", "api", T, ns, name, "commit", ...
+  if (method == "POST" && segments.size() >= 6 && segments[1] == "api" && segments[5] == "commit")
+    return limits.max_commit_body;
+  return limits.max_json_body;
+}
+
+}  // namespace kbuild::server

@@ -1,0 +1,88 @@
+#pragma once
+// The listener's defences against slow, greedy or malformed clients, as plain logic (connection.cpp
+// applies them to sockets; tests drive them with their own clock):
+//
+//   - ReadBudget: per request, the request line and headers must arrive within `timeout` of the
+//     request's first byte, and stay within a header count and size; the body must keep coming, at
+//     least `progress_bytes` every `timeout`; a response must be taken at the same pace.
+//   - ClientLimiter: at most N connections at once from one client address.
+//   - body_limit: the largest body each kind of request may carry.
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kbuild/server/config.hpp"
+
+namespace kbuild::server {
+
+class ReadBudget {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  struct Limits {
+    std::chrono::milliseconds timeout{10'000};
+    std::size_t max_header_count = 100;    ///< header lines, not counting the request line
+    std::size_t max_header_bytes = 65536;  ///< request line and headers, line ends included
+    std::size_t progress_bytes = 64 * 1024;
+  };
+
+  explicit ReadBudget(Limits limits) : m_limits(limits) {}
+
+  /// The first byte of a request is there: its line and headers are due within the timeout.
+  void begin_request(Clock::time_point now);
+  /// The headers are read: from now on reads are body reads.
+  void begin_body(Clock::time_point now);
+  /// Until when the next read may wait.
+  Clock::time_point read_deadline() const;
+  /// Counts bytes handed to the HTTP parser; false when they exceed a header limit.
+  bool account_read(std::string_view bytes, Clock::time_point now);
+  bool header_limit_exceeded() const { return m_header_limit_exceeded; }
+
+  /// Until when the next write may wait (a write after reads starts a new pace).
+  Clock::time_point write_deadline(Clock::time_point now);
+  void account_write(std::size_t bytes, Clock::time_point now);
+
+ private:
+  Limits m_limits;
+  bool m_in_headers = false;
+  bool m_header_limit_exceeded = false;
+  std::size_t m_header_bytes = 0, m_header_lines = 0, m_line_length = 0;
+  Clock::time_point m_read_mark{}, m_write_mark{};
+  std::size_t m_read_since_mark = 0, m_written_since_mark = 0;
+  bool m_writing = false;
+};
+
+/// Counts connections per client address; thread-safe.
+class ClientLimiter {
+ public:
+  explicit ClientLimiter(std::size_t per_client) : m_per_client(per_client) {}
+  /// Takes a slot for `address`; false (and nothing taken) when it has all of its slots already.
+  bool acquire(const std::string& address);
+  void release(const std::string& address);
+  std::size_t active(const std::string& address) const;
+
+ private:
+  std::size_t m_per_client;
+  mutable std::mutex m_mutex;
+  std::map<std::string, std::size_t> m_active;
+};
+
+/// Why a request must be refused (400) before its body is read, or nullopt: framings that proxies and
+/// servers may read differently (several Content-Length headers, Content-Length with
+/// Transfer-Encoding, a length that is not plain digits), a body on GET or HEAD, and
+/// multipart/form-data (httplib would parse it itself). `content_lengths`: every Content-Length value.
+std::optional<std::string> framing_problem(std::string_view method, const std::vector<std::string>& content_lengths,
+                                           bool transfer_encoding, std::string_view content_type);
+
+/// The largest body of a request (before it is read): LFS uploads (PUT under /lfs/upload/) up to
+/// max_lfs_object, commits (POST /api/{T}/{id}/commit/...) up to max_commit_body, anything else up to
+/// max_json_body.
+std::uint64_t body_limit(std::string_view method, std::string_view target, const Limits& limits);
+
+}  // namespace kbuild::server
