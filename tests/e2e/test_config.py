@@ -45,3 +45,17 @@ def test_config_prints_the_effective_model():
     assert model["general"]["name"] == "img2gray"
     cuda = [k for k in model["kernels"] if k["backend"] == "cuda"][0]
     assert cuda["effective-cuda-capabilities"][-1] == "12.1+PTX"
+
+
+def test_build_toml_that_is_not_a_small_regular_file_is_refused_at_once(tmp_path):
+    import os
+    kernel = tmp_path / "k"
+    kernel.mkdir()
+    os.mkfifo(kernel / "build.toml")  # reading it would block forever
+    fifo = run_kbuild("config", kernel, "--syntax-only", check=False, timeout=20)
+    assert fifo.returncode == 2 and "not a regular file" in fifo.stderr, fifo.stderr
+    (kernel / "build.toml").unlink()
+    (kernel / "build.toml").symlink_to("/dev/zero")  # reading it would never end
+    zero = run_kbuild("build", kernel, "--python", PYTHON, check=False, timeout=20)
+    assert zero.returncode == 2 and "not a regular file" in zero.stderr, zero.stderr
+    assert not (kernel / ".kbuild").exists()  # exit 2 wrote nothing

@@ -178,3 +178,45 @@ TEST(BuildToml, LoadWithoutBuildTomlSaysWhatToDo) {
   EXPECT_EQ(outcome.diagnostics[0].message, "no build.toml in /empty");
   EXPECT_NE(outcome.diagnostics[0].hint.find("kbuild init"), std::string::npos);
 }
+
+TEST(BuildToml, SourcesMustStayInsideTheKernelDirectory) {
+  fakes::MemFileSystem fs;
+  fs.put("/k/build.toml", R"([general]
+name = "relu"
+version = 1
+edition = 5
+license = "apache-2.0"
+backends = ["cpu"]
+
+[torch]
+src = ["torch-ext/binding.cpp", "torch-ext/../torch-ext/x.cpp"]
+
+[kernel.relu]
+backend = "cpu"
+depends = ["torch"]
+src = ["relu/relu.cpp", "relu/secret.cpp"]
+)");
+  fs.put("/k/torch-ext/binding.cpp", "");
+  fs.put("/k/torch-ext/relu/__init__.py", "");
+  fs.put("/k/relu/relu.cpp", "");
+  fs.put("/outside/secret.cpp", "");
+  ASSERT_TRUE(fs.create_symlink("../../outside/secret.cpp", "/k/relu/secret.cpp"));
+  auto outcome = load_kernel_config(fs, "/k");
+  ASSERT_FALSE(outcome.config);
+  std::string all = format_diagnostics(outcome.diagnostics);
+  EXPECT_NE(all.find("must not contain \"..\""), std::string::npos) << all;
+  EXPECT_NE(all.find("\"relu/secret.cpp\" leads outside the kernel directory"), std::string::npos) << all;
+  EXPECT_EQ(all.find("\"relu/relu.cpp\""), std::string::npos) << all;  // the good one is fine
+}
+
+TEST(BuildToml, OnlyASmallRegularFileIsRead) {
+  fakes::MemFileSystem fs;
+  fs.put("/k/build.toml", std::string((1 << 20) + 1, '#'));
+  auto big = load_kernel_config(fs, "/k");
+  ASSERT_FALSE(big.config);
+  EXPECT_NE(format_diagnostics(big.diagnostics).find("larger than 1 MiB"), std::string::npos);
+  (void)fs.remove_all("/k/build.toml");
+  ASSERT_TRUE(fs.make_dirs("/k/build.toml"));
+  auto dir = load_kernel_config(fs, "/k");
+  EXPECT_NE(format_diagnostics(dir.diagnostics).find("not a regular file"), std::string::npos);
+}

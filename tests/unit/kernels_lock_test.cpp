@@ -162,6 +162,7 @@ TEST(KernelsLockFile, ParsingIsAsStrictAsTheKernelsReader) {
       {entry("\"repo-id\": \"a/b\", \"version\": 1", "\"commit\": \"abc\""), "full commit id"},
       {"{}", "JSON array"},
       {"[", "not valid JSON"},
+      {"[1e999]", "not valid JSON"},  // a number overflow is an error, not an exception (found by fuzzing)
   };
   for (const auto& [text, says] : bad) {
     auto parsed = parse_lockfile(text, "kernels.lock");

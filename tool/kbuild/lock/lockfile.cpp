@@ -53,7 +53,7 @@ Result<std::vector<LockEntry>> parse_lockfile(std::string_view text, const std::
   nlohmann::json root;
   try {
     root = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
     return fail(lock_error(file, std::string("not valid JSON: ") + e.what()));
   }
   if (!root.is_array()) return fail(lock_error(file, "expected a JSON array of locked kernels"));
