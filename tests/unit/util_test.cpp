@@ -1,6 +1,12 @@
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
 
 #include "kbuild/util/fs.hpp"
 #include "kbuild/util/hash.hpp"
@@ -81,6 +87,31 @@ TEST(Errors, FileErrorsCarryTheirCause) {
   auto rename = fs.rename("/nonexistent/a", "/nonexistent/b");
   ASSERT_FALSE(rename);
   EXPECT_EQ(rename.error().os_errno, ENOENT);
+}
+
+// kbuild clean deletes .kbuild (lock file included) while holding the lock: a waiter must end up holding the
+// file that is at the path now, or two builds would each believe they own the directory.
+TEST(FileLock, WaiterThatGetsAnUnlinkedLockTakesTheNewFile) {
+  namespace fs = std::filesystem;
+  std::string pattern = (fs::temp_directory_path() / "kbuild-lock-XXXXXX").string();
+  ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+  const fs::path dir = pattern, path = dir / "work" / "lock";
+  RealFileSystem real;
+  auto first = real.lock_file(path, true);
+  ASSERT_TRUE(first && *first);
+  std::unique_ptr<FileLock> second;
+  std::thread waiter([&] { second = std::move(*real.lock_file(path, true)); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the waiter is blocked on the first inode
+  ASSERT_TRUE(real.remove_all(dir / "work"));
+  first->reset();
+  waiter.join();
+  ASSERT_TRUE(second);
+  struct ::stat now;
+  ASSERT_EQ(::stat(path.c_str(), &now), 0) << "the waiter holds a lock on a file that is no longer there";
+  auto third = real.lock_file(path, false);
+  ASSERT_TRUE(third);
+  EXPECT_FALSE(*third) << "the new file is locked by the waiter";
+  fs::remove_all(dir);
 }
 
 TEST(Log, LevelsAndRedactionOfSecrets) {

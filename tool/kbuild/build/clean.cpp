@@ -1,5 +1,7 @@
 #include "kbuild/build/clean.hpp"
 
+#include <algorithm>
+
 #include "kbuild/build/build.hpp"
 
 namespace kbuild::build {
@@ -17,12 +19,9 @@ Result<CleanOutcome> clean(util::FileSystem& fs, const std::filesystem::path& ke
   }
   if (fs.stat(work_dir).is_dir) {
     KB_TRY_ASSIGN(auto entries, fs.list_dir(work_dir));
-    bool any = false;
-    for (const auto& entry : entries) {
-      if (entry.name == "lock") continue;
-      any = true;
-      if (!dry_run) KB_TRY(fs.remove_all(work_dir / entry.name));
-    }
+    bool any = std::any_of(entries.begin(), entries.end(), [](const auto& entry) { return entry.name != "lock"; });
+    // The lock goes too: a build waiting on it notices the file was replaced and takes the new one.
+    if (!dry_run) KB_TRY(fs.remove_all(work_dir));
     if (any) outcome.removed.push_back(work_dir);
   }
   if (all && fs.stat(kernel_dir / "build").exists) {

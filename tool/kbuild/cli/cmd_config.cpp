@@ -61,9 +61,8 @@ Result<ExitCode> run_config(const ConfigOptions& options, Services& services) {
   KB_TRY(build::require_kernel_dir(services.fs, kernel_dir));
   config::ParseOutcome outcome;
   if (options.syntax_only) {
-    auto text = services.fs.read_file(kernel_dir / "build.toml");
-    if (!text) return fail(text.error().message, "", ExitCode::usage);
-    outcome = config::parse_build_toml(*text, (kernel_dir / "build.toml").string());
+    KB_TRY_ASSIGN(std::string text, util::read_input_file(services.fs, kernel_dir / "build.toml", 1u << 20));
+    outcome = config::parse_build_toml(text, (kernel_dir / "build.toml").string());
   } else {
     outcome = config::load_kernel_config(services.fs, kernel_dir);
   }

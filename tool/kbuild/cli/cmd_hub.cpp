@@ -41,15 +41,10 @@ struct TokenOptions {
   std::vector<std::string> namespaces;
 };
 
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 // No upload or request survives a restart: every temporary file is stale, and so are the parts of
 // expired uploads (unexpired ones stay, so that their clients can resume them).
-Result<void> sweep_at_start(server::Store& store) {
-  KB_TRY(store.expire_uploads(now_ms()));
+Result<void> sweep_at_start(server::Store& store, const util::Clock& clock) {
+  KB_TRY(store.expire_uploads(clock.unix_ms()));
   KB_TRY_ASSIGN(auto swept, store.sweep_temporary(std::numeric_limits<std::int64_t>::max()));
   if (swept.files > 0)
     util::log::info(fmt::format("hub: removed {} stale temporary file(s) and upload folder(s), {} bytes, from {}",
@@ -57,7 +52,7 @@ Result<void> sweep_at_start(server::Store& store) {
   return {};
 }
 
-Result<ExitCode> run_serve(const ServeOptions& options) {
+Result<ExitCode> run_serve(const ServeOptions& options, Services& services) {
   auto root = absolute_dir(options.root);
   if (options.port < 0 || options.port > 65535)
     return fail("--port must be 0 to 65535", "use 0 for any free port", ExitCode::usage);
@@ -71,7 +66,7 @@ Result<ExitCode> run_serve(const ServeOptions& options) {
   listen.limits = config.limits;
   KB_TRY_ASSIGN(auto listener, server::Listener::bind(listen));
   KB_TRY(store->lock_exclusively());
-  KB_TRY(sweep_at_start(*store));
+  KB_TRY(sweep_at_start(*store, services.clock));
 
   server::RouterOptions router_options;
   std::string host = options.host.find(':') != std::string::npos ? "[" + options.host + "]" : options.host;
@@ -139,7 +134,7 @@ void register_hub(CLI::App& app, CommandAction& action) {
   serve_cmd->add_option("--base-url", serve->base_url,
                         "Public URL clients reach the server at (default: http://HOST:PORT)");
   serve_cmd->add_option("--log", serve->log, "Append one line per request to this file");
-  serve_cmd->callback([serve, &action] { action = [serve](Services&) { return run_serve(*serve); }; });
+  serve_cmd->callback([serve, &action] { action = [serve](Services& s) { return run_serve(*serve, s); }; });
 
   auto token = std::make_shared<TokenOptions>();
   CLI::App* token_cmd = hub->add_subcommand("token", "Add an access token to ROOT/config.toml and print it");

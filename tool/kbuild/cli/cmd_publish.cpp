@@ -55,14 +55,14 @@ Result<ExitCode> run_publish(const PublishCliOptions& options, Services& service
   publish.has_token = hub.token.has_value();
 
   const bool terminal = is_smart_terminal(stderr, services.env) && !options.json;
-  auto start = std::chrono::steady_clock::now();
+  auto start = services.clock.now();
   hub::PublishHooks hooks;
   hooks.info = [&](const std::string& line) {
     if (!options.json) fmt::print(stderr, "kbuild: {}\n", line);
   };
   if (terminal) {
-    hooks.upload_progress = [start](std::uint64_t done, std::uint64_t total) {
-      double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    hooks.upload_progress = [start, &services](std::uint64_t done, std::uint64_t total) {
+      double seconds = services.clock.seconds_since(start);
       double rate = seconds > 0 ? done / seconds : 0;
       double eta = rate > 0 ? (total - done) / rate : 0;
       fmt::print(stderr, "\r  uploading {} / {}  {:.1f} MB/s  ETA {:.0f} s\x1b[K", megabytes(done), megabytes(total),

@@ -103,7 +103,7 @@ Result<BlobCheck> BlobStore::adopt(const fs::path& file, std::string_view sha256
     fs::remove(file, ec);
     return BlobCheck::wrong_size;
   }
-  auto hashed = util::sha256_file_hex(file);
+  auto hashed = util::sha256_file_hex(util::RealFileSystem(), file);
   if (!hashed || *hashed != sha256) {
     fs::remove(file, ec);
     return BlobCheck::wrong_hash;

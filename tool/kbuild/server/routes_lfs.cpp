@@ -136,7 +136,7 @@ Outcome<Reply> Handlers::upload_part(const Match& m) {
   if (m_c.body_size() != expected)
     return bad_request("part " + part + " must have " + std::to_string(expected) + " bytes");
   KB_TRY_ASSIGN(std::filesystem::path file, body_as_temp_file(m_config.limits.max_lfs_object));
-  auto etag = util::sha256_file_hex(file);
+  auto etag = util::sha256_file_hex(util::RealFileSystem(), file);
   std::filesystem::path dir = m_store.upload_dir(upload);
   // Parts of a completed upload (a retry after a lost answer) are not kept; their ETag still is the
   // hash of what arrived.

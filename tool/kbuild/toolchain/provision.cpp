@@ -203,7 +203,7 @@ Result<fs::path> Provisioner::fetch(const LockedArtifact& artifact) {
   if (!m_fs.stat(downloaded).is_file)
     return fail(toolchain_error("pip downloaded a different file than " + artifact.file + " (kbuild.lock)",
                                 "the index no longer serves this file; run `kbuild toolchains lock` to re-pin"));
-  KB_TRY_ASSIGN(std::string sha256, util::sha256_file_hex(downloaded));
+  KB_TRY_ASSIGN(std::string sha256, util::sha256_file_hex(m_fs, downloaded));
   if (sha256 != artifact.sha256)
     return fail(toolchain_error("sha256 mismatch for " + artifact.file + ": got " + sha256 + ", kbuild.lock pins " +
                                     artifact.sha256 + "; the file was not used",

@@ -77,21 +77,31 @@ Result<fs::path> RealFileSystem::real_path(const fs::path& path) const {
   return real;
 }
 
+// The lock file may be unlinked by its holder (kbuild clean removes .kbuild with it): a lock taken on an
+// inode that is no longer the one at `path` protects nothing, so it is dropped and taken again.
 Result<std::unique_ptr<FileLock>> RealFileSystem::lock_file(const fs::path& path, bool wait) {
-  if (path.has_parent_path()) KB_TRY(make_dirs(path.parent_path()));
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    int saved = errno;
-    return io_fail("cannot open the lock " + path.string() + ": " + std::strerror(saved), saved);
-  }
-  while (::flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB)) != 0) {
-    if (errno == EINTR) continue;
-    int saved = errno;
+  for (int attempt = 0;; ++attempt) {
+    if (path.has_parent_path()) KB_TRY(make_dirs(path.parent_path()));
+    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      int saved = errno;
+      if (saved == ENOENT && attempt < 100) continue;  // the directory vanished between the two calls
+      return io_fail("cannot open the lock " + path.string() + ": " + std::strerror(saved), saved);
+    }
+    while (::flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB)) != 0) {
+      if (errno == EINTR) continue;
+      int saved = errno;
+      ::close(fd);
+      if (saved == EWOULDBLOCK) return std::unique_ptr<FileLock>();
+      return io_fail("cannot lock " + path.string() + ": " + std::strerror(saved), saved);
+    }
+    struct ::stat held, current;
+    if (::fstat(fd, &held) == 0 && ::stat(path.c_str(), &current) == 0 && held.st_dev == current.st_dev &&
+        held.st_ino == current.st_ino)
+      return std::unique_ptr<FileLock>(std::make_unique<FdLock>(fd));
     ::close(fd);
-    if (saved == EWOULDBLOCK) return std::unique_ptr<FileLock>();
-    return io_fail("cannot lock " + path.string() + ": " + std::strerror(saved), saved);
+    if (attempt >= 100) return io_fail("the lock " + path.string() + " keeps being replaced", EAGAIN);
   }
-  return std::unique_ptr<FileLock>(std::make_unique<FdLock>(fd));
 }
 
 Result<void> RealFileSystem::write_file_atomic(const fs::path& path, std::string_view content, bool executable) {

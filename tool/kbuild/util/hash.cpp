@@ -52,23 +52,14 @@ std::string sha256_hex(std::string_view bytes) { return Hasher().update(bytes).f
 
 std::string sha1_hex(std::string_view bytes) { return Hasher(Hasher::Algorithm::sha1).update(bytes).finish_hex(); }
 
-Result<std::string> sha256_file_raw(const std::filesystem::path& path) {
-  std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (!file) return fail("cannot read " + path.string());
+Result<std::string> sha256_file_raw(const FileSystem& fs, const std::filesystem::path& path) {
   Hasher hasher;
-  std::vector<char> buffer(1 << 20);
-  size_t n = 0;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), file)) > 0) {
-    hasher.update(std::string_view(buffer.data(), n));
-  }
-  bool failed = std::ferror(file) != 0;
-  std::fclose(file);
-  if (failed) return fail("error while reading " + path.string());
+  KB_TRY(fs.read_chunks(path, [&](std::string_view chunk) { hasher.update(chunk); }));
   return hasher.finish_raw();
 }
 
-Result<std::string> sha256_file_hex(const std::filesystem::path& path) {
-  KB_TRY_ASSIGN(auto raw, sha256_file_raw(path));
+Result<std::string> sha256_file_hex(const FileSystem& fs, const std::filesystem::path& path) {
+  KB_TRY_ASSIGN(std::string raw, sha256_file_raw(fs, path));
   return to_hex(raw);
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "kbuild/util/fs.hpp"
 #include "kbuild/util/result.hpp"
 
 namespace kbuild::util {
@@ -41,9 +42,9 @@ class Hasher {
 
 std::string sha256_hex(std::string_view bytes);
 std::string sha1_hex(std::string_view bytes);
-/// SHA-256 of a file's contents, streamed. Error if the file cannot be read.
-Result<std::string> sha256_file_raw(const std::filesystem::path& path);
-Result<std::string> sha256_file_hex(const std::filesystem::path& path);
+/// SHA-256 of a file's contents, streamed through `fs`. Error if the file cannot be read.
+Result<std::string> sha256_file_raw(const FileSystem& fs, const std::filesystem::path& path);
+Result<std::string> sha256_file_hex(const FileSystem& fs, const std::filesystem::path& path);
 
 std::string to_hex(std::string_view raw);
 /// Decodes lowercase or uppercase hex; empty optional-like result (false) on malformed input.
