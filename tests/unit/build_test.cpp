@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <regex>
+
 #include "kbuild/build/build.hpp"
 #include "kbuild/build/kernel_source.hpp"
 #include "kbuild/build/local_variants.hpp"
@@ -87,6 +89,7 @@ struct BuildFixture : ::testing::Test {
     r.kernel_dir = "/k";
     r.jobs = 2;
     r.builder_version = "kbuild/test";
+    r.gate_libraries = false;  // the fake compiler writes no ELF; tests/e2e check the gate with real ones
     return r;
   }
 
@@ -111,10 +114,8 @@ TEST_F(BuildFixture, ALocalBuildInstallsTheVariantThenHasNothingToDo) {
   // No CUDA toolkit here (no nvcc found): the cuda backend is skipped with a warning, not an error.
   ASSERT_FALSE(reporter.warnings.empty());
   EXPECT_NE(reporter.warnings.front().find("no CUDA toolkit found"), std::string::npos);
-  // The variant directory as the loader expects it, with the ops id from the random id kept in
-  // .kbuild/unique-id (no git here).
-  std::string id = std::string(util::trim(fs.content("/k/.kbuild/unique-id")));
-  ASSERT_FALSE(id.empty());
+  // The variant directory as the loader expects it, with the ops id from the sources (no git here).
+  std::string id = *build::source_content_id(fs, "/k");
   EXPECT_TRUE(fs.has("/k/build/torch211-cxx11-cpu-x86_64-linux/metadata.json"));
   EXPECT_TRUE(fs.has("/k/build/torch211-cxx11-cpu-x86_64-linux/__init__.py"));
   EXPECT_TRUE(fs.has("/k/build/torch211-cxx11-cpu-x86_64-linux/_relu_cpu_" + id + ".abi3.so"));
@@ -124,7 +125,6 @@ TEST_F(BuildFixture, ALocalBuildInstallsTheVariantThenHasNothingToDo) {
   ASSERT_TRUE(again);
   EXPECT_EQ(again->summary.stale, 0u);  // a no-op build runs nothing
   EXPECT_TRUE(runner.started.empty());
-  EXPECT_EQ(std::string(util::trim(fs.content("/k/.kbuild/unique-id"))), id);  // the same identity
 }
 
 TEST_F(BuildFixture, AnEditedSourceRebuildsOnlyWhatDependsOnIt) {
@@ -145,13 +145,12 @@ TEST_F(BuildFixture, AnEditedSourceRebuildsOnlyWhatDependsOnIt) {
 
 TEST_F(BuildFixture, TheCompileCacheServesAFreshCheckout) {
   ASSERT_TRUE(build::build(request(), services));
-  // Another copy of the same kernel (same unique id): every command comes from the cache.
+  // Another copy of the same kernel (the same sources, so the same id): every command comes from the cache.
   for (const char* file : {"/k/build.toml", "/k/torch-ext/torch_binding.cpp", "/k/torch-ext/relu/__init__.py",
                            "/k/relu_cpu/relu.cpp", "/k/relu_cuda/relu.cu"})
     fs.put(std::string("/k2") + (file + 2), fs.content(file));
   auto copy = request();
   copy.kernel_dir = "/k2";
-  copy.unique_id = std::string(util::trim(fs.content("/k/.kbuild/unique-id")));
   runner.started.clear();
   auto outcome = build::build(copy, services);
   ASSERT_TRUE(outcome) << outcome.error().message;
@@ -207,23 +206,39 @@ TEST_F(BuildFixture, AnInvalidCacheSizeIsAUsageError) {
   EXPECT_NE(outcome.error().message.find("KBUILD_CACHE_MAX_SIZE"), std::string::npos);
 }
 
-TEST(BuildIdentity, ExplicitThenGitThenAKeptRandomId) {
+TEST(BuildIdentity, ExplicitThenGitThenADigestOfTheSources) {
   fakes::MemFileSystem fs;
   fakes::FakeLauncher launcher;
-  util::SequenceRandom random;
-  auto explicit_id = build::build_identity(fs, launcher, random, "/k", "/k/.kbuild", std::string("abc_1"));
+  ASSERT_TRUE(fs.write_file_atomic("/k/build.toml", "[general]\n"));
+  ASSERT_TRUE(fs.write_file_atomic("/k/src/a.cu", "int a;\n"));
+  auto explicit_id = build::build_identity(fs, launcher, "/k", std::string("abc_1"));
   EXPECT_EQ(explicit_id->unique_id, "abc_1");
-  EXPECT_FALSE(build::build_identity(fs, launcher, random, "/k", "/k/.kbuild", std::string("a-b")));
-  auto first = build::build_identity(fs, launcher, random, "/k", "/k/.kbuild", std::nullopt);
-  auto second = build::build_identity(fs, launcher, random, "/k", "/k/.kbuild", std::nullopt);
-  EXPECT_EQ(first->unique_id, second->unique_id);  // kept in .kbuild/unique-id
-  EXPECT_EQ(first->unique_id.size(), 13u);         // 64 random bits, base32
+  EXPECT_FALSE(build::build_identity(fs, launcher, "/k", std::string("a-b")));
+  auto first = build::build_identity(fs, launcher, "/k", std::nullopt);
+  ASSERT_TRUE(first);
+  EXPECT_TRUE(std::regex_match(first->unique_id, std::regex("src[0-9a-f]{8}"))) << first->unique_id;
+  // Outputs, intermediates, dot-files and bytecode do not count; kbuild clean therefore keeps the id.
+  ASSERT_TRUE(fs.write_file_atomic("/k/build/v/x.so", "x"));
+  ASSERT_TRUE(fs.write_file_atomic("/k/.kbuild/obj/a.o", "o"));
+  ASSERT_TRUE(fs.write_file_atomic("/k/src/__pycache__/m.cpython-311.pyc", "b"));
+  EXPECT_EQ(build::build_identity(fs, launcher, "/k", std::nullopt)->unique_id, first->unique_id);
+  fakes::MemFileSystem copy;  // another checkout with the same sources
+  ASSERT_TRUE(copy.write_file_atomic("/elsewhere/build.toml", "[general]\n"));
+  ASSERT_TRUE(copy.write_file_atomic("/elsewhere/src/a.cu", "int a;\n"));
+  EXPECT_EQ(build::build_identity(copy, launcher, "/elsewhere", std::nullopt)->unique_id, first->unique_id);
+  // An edited source keeps the id (it recompiles alone); build.toml and the file set change it.
+  ASSERT_TRUE(fs.write_file_atomic("/k/src/a.cu", "int b;\n"));
+  EXPECT_EQ(build::build_identity(fs, launcher, "/k", std::nullopt)->unique_id, first->unique_id);
+  ASSERT_TRUE(fs.write_file_atomic("/k/build.toml", "[general]\nname = \"x\"\n"));
+  EXPECT_NE(build::build_identity(fs, launcher, "/k", std::nullopt)->unique_id, first->unique_id);
+  ASSERT_TRUE(copy.write_file_atomic("/elsewhere/src/b.cu", "int a;\n"));
+  EXPECT_NE(build::build_identity(copy, launcher, "/elsewhere", std::nullopt)->unique_id, first->unique_id);
   launcher.programs["git"] = "/usr/bin/git";
   launcher.answers["git -C /k rev-parse HEAD HEAD:./"] = {
       0, std::string(40, 'c') + "\n" + "0123456789abcdef0123456789abcdef01234567\n", ""};
   launcher.answers["git -C /k status --porcelain --untracked-files=no --ignore-submodules=all -- ."] = {0, " M x\n",
                                                                                                         ""};
-  auto git = build::build_identity(fs, launcher, random, "/k", "/k/.kbuild", std::nullopt);
+  auto git = build::build_identity(fs, launcher, "/k", std::nullopt);
   ASSERT_TRUE(git);
   EXPECT_EQ(git->unique_id, "0123456_dirty");
   ASSERT_TRUE(git->kernel_git);

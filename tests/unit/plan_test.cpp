@@ -202,6 +202,13 @@ TEST_F(PlanFixture, CompileConventions) {
   EXPECT_FALSE(has(cu->argv, "arch=compute_75,code=sm_75"));
   EXPECT_TRUE(has(cu->command_line(), "--threads"));
   EXPECT_TRUE(has(cu->argv, "-MD"));
+  // Flag parity with kernel-builder (docs/build-toml.md): Torch's CUDA flags and -DENABLE_FP8 on every .cu.
+  for (const char* flag : {"--expt-relaxed-constexpr", "--expt-extended-lambda", "-DENABLE_FP8",
+                           "-DONNX_NAMESPACE=onnx_c2", "-Xcudafe", "-DUSE_C10D_NCCL", "-DUSE_DISTRIBUTED"})
+    EXPECT_TRUE(has(cu->argv, flag)) << flag;
+  for (const char* flag : {"--expt-extended-lambda", "-DENABLE_FP8"})
+    EXPECT_FALSE(has(binding->argv, flag)) << flag << " is for nvcc only";
+  EXPECT_TRUE(has(binding->argv, "-DUSE_DISTRIBUTED"));
   EXPECT_EQ(cu->outputs.front(), "/k/.kbuild/torch211-cxx11-cu130-x86_64-linux/obj/gray/gray.cu.o");
   EXPECT_EQ(*cu->temp_output, "/k/.kbuild/torch211-cxx11-cu130-x86_64-linux/obj/gray/gray.cu.o.tmp");
 
@@ -211,6 +218,21 @@ TEST_F(PlanFixture, CompileConventions) {
   EXPECT_TRUE(has(link->argv, "-lcudart"));
   EXPECT_TRUE(has(link->argv, "-shared"));
   EXPECT_EQ(link->outputs.front().filename(), "_img2gray_cuda_abc1234.abi3.so");
+}
+
+TEST_F(PlanFixture, CxxFlagsReachTheCxxCompilerOnlyAndCudaFlagsNvccOnly) {
+  std::string text = k_config;
+  text.replace(text.find("cuda-capabilities"), 0, "cxx-flags = [\"-fopenmp-simd\"]\ncuda-flags = [\"-lineinfo\"]\n");
+  config = *config::parse_build_toml(text, "build.toml").config;
+  auto graph = plan_build(request({config::Backend::cuda}));
+  ASSERT_TRUE(graph);
+  const Job* cu = find(*graph, "torch211-cxx11-cu130-x86_64-linux/compile/gray/gray.cu");
+  const Job* cpp = find(*graph, "torch211-cxx11-cu130-x86_64-linux/compile/gray/cpu.cpp");
+  ASSERT_TRUE(cu && cpp);
+  EXPECT_TRUE(has(cu->argv, "-lineinfo"));
+  EXPECT_FALSE(has(cpp->argv, "-lineinfo"));
+  EXPECT_TRUE(has(cpp->argv, "-fopenmp-simd"));
+  for (const auto& arg : cu->argv) EXPECT_EQ(arg.find("-fopenmp-simd"), std::string::npos) << arg;
 }
 
 TEST_F(PlanFixture, CppStandardFollowsTorchVersion) {

@@ -147,8 +147,7 @@ Result<BuildOutcome> build(const BuildRequest& request, BuildServices& services)
     KB_TRY_ASSIGN(variants, select_local_variants(config, toolchains.back(), request.backends,
                                                   [&](const std::string& w) { services.reporter.warning(w); }));
   }
-  KB_TRY_ASSIGN(BuildIdentity identity, build_identity(services.fs, services.launcher, services.random, kernel_dir,
-                                                       work_dir, request.unique_id));
+  KB_TRY_ASSIGN(BuildIdentity identity, build_identity(services.fs, services.launcher, kernel_dir, request.unique_id));
 
   plan::PlanRequest plan_request;
   plan_request.config = &config;
@@ -160,6 +159,8 @@ Result<BuildOutcome> build(const BuildRequest& request, BuildServices& services)
   plan_request.builder_version = request.builder_version;
   plan_request.variants = variants;
   plan_request.nvcc_threads = static_cast<int>(std::max<size_t>(1, request.jobs));
+  plan_request.manylinux = request.manylinux;
+  plan_request.gate_libraries = request.gate_libraries;
   KB_TRY_ASSIGN(plan_request.package_files,
                 util::list_files_recursive(services.fs, kernel_dir / "torch-ext" / config.general.python_name()));
   KB_TRY_ASSIGN(plan::JobGraph graph, plan::plan_build(plan_request));

@@ -54,8 +54,10 @@ struct BuildRequest {
   bool use_cache = true;
   /// Another build of the same kernel directory holds .kbuild/lock: wait for it (true), or fail.
   bool wait_for_lock = true;
-  bool download_progress = false;  ///< let pip draw progress bars (a terminal)
-  std::string builder_version;     ///< provenance."kernel-builder".version in metadata.json
+  bool download_progress = false;            ///< let pip draw progress bars (a terminal)
+  std::string manylinux = "manylinux_2_28";  ///< --manylinux: the ABI policy libraries must meet
+  bool gate_libraries = true;                ///< see plan::PlanRequest::gate_libraries
+  std::string builder_version;               ///< provenance."kernel-builder".version in metadata.json
   config::DiagnosticSink diagnostics;
 };
 

@@ -37,8 +37,47 @@ bool is_valid_unique_id(const std::string& id) {
   });
 }
 
-Result<BuildIdentity> build_identity(util::FileSystem& fs, util::ProcessLauncher& launcher, util::Random& random,
-                                     const std::filesystem::path& kernel_dir, const std::filesystem::path& work_dir,
+namespace {
+
+// Entries that are not the kernel's sources: outputs, intermediates, bytecode, and dot-files
+// (version-control and editor state).
+bool is_source_entry(const util::DirEntry& entry, bool top_level) {
+  if (entry.name.empty() || entry.name[0] == '.' || entry.name == "__pycache__") return false;
+  if (top_level && entry.name == "build") return false;
+  return !entry.name.ends_with(".pyc");
+}
+
+Result<void> hash_sources(const util::FileSystem& fs, const std::filesystem::path& dir, const std::string& prefix,
+                          util::Hasher& hasher) {
+  KB_TRY_ASSIGN(auto entries, fs.list_dir(dir));
+  std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  for (const auto& entry : entries) {
+    if (!is_source_entry(entry, prefix.empty())) continue;
+    std::string rel = prefix.empty() ? entry.name : prefix + "/" + entry.name;
+    if (entry.is_dir) {
+      KB_TRY(hash_sources(fs, dir / entry.name, rel, hasher));
+    } else if (entry.is_file) {
+      hasher.update(rel).update(std::string_view("\0", 1));
+      if (rel == "build.toml") {
+        KB_TRY_ASSIGN(std::string digest, util::sha256_file_raw(fs, dir / entry.name));
+        hasher.update(digest);
+      }
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<std::string> source_content_id(const util::FileSystem& fs, const std::filesystem::path& kernel_dir) {
+  util::Hasher hasher;
+  hasher.update("kbuild-source-id-v1\n");
+  KB_TRY(hash_sources(fs, kernel_dir, "", hasher));
+  return "src" + hasher.finish_hex().substr(0, 8);
+}
+
+Result<BuildIdentity> build_identity(util::FileSystem& fs, util::ProcessLauncher& launcher,
+                                     const std::filesystem::path& kernel_dir,
                                      const std::optional<std::string>& explicit_id) {
   BuildIdentity identity;
   auto git = util::git_state(launcher, kernel_dir);
@@ -54,16 +93,7 @@ Result<BuildIdentity> build_identity(util::FileSystem& fs, util::ProcessLauncher
     identity.unique_id = git->tree.substr(0, 7) + (git->dirty ? "_dirty" : "");
     return identity;
   }
-  std::filesystem::path id_file = work_dir / "unique-id";
-  if (auto text = fs.read_file(id_file)) {
-    std::string id(util::trim(*text));
-    if (is_valid_unique_id(id)) {
-      identity.unique_id = id;
-      return identity;
-    }
-  }
-  identity.unique_id = util::base32_lower_nopad(random.bytes(8));
-  KB_TRY(fs.write_file_atomic(id_file, identity.unique_id + "\n"));
+  KB_TRY_ASSIGN(identity.unique_id, source_content_id(fs, kernel_dir));
   return identity;
 }
 

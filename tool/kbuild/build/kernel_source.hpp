@@ -24,16 +24,22 @@ Result<void> require_kernel_dir(const util::FileSystem& fs, const std::filesyste
 Result<config::KernelConfig> load_kernel(const util::FileSystem& fs, const std::filesystem::path& kernel_dir,
                                          const config::DiagnosticSink& sink);
 
+/// "src" + 8 hex digits of SHA-256 over build.toml's content and the relative paths of the kernel
+/// directory's files (in name order; build/, dot-entries, __pycache__ and *.pyc left out). Contents
+/// other than build.toml do not count: every translation unit sees the id (TORCH_EXTENSION_NAME), and
+/// an edited source must recompile only itself.
+Result<std::string> source_content_id(const util::FileSystem& fs, const std::filesystem::path& kernel_dir);
+
 struct BuildIdentity {
   std::string unique_id;  ///< the ops id suffix
   std::optional<layout::GitProvenance> kernel_git;
 };
 
 /// The unique id: `explicit_id` if given; else the kernel directory's git tree id (7 hex, "_dirty"
-/// appended when tracked files changed); else a random id created once and kept in
-/// <work_dir>/unique-id (a directory outside git has no revision to name).
-Result<BuildIdentity> build_identity(util::FileSystem& fs, util::ProcessLauncher& launcher, util::Random& random,
-                                     const std::filesystem::path& kernel_dir, const std::filesystem::path& work_dir,
+/// appended when tracked files changed); else source_content_id, so that two copies of one kernel
+/// outside git give the same ops name and the same bytes, and `kbuild clean` keeps it.
+Result<BuildIdentity> build_identity(util::FileSystem& fs, util::ProcessLauncher& launcher,
+                                     const std::filesystem::path& kernel_dir,
                                      const std::optional<std::string>& explicit_id);
 
 /// Whether `id` can be part of a Python identifier (letters, digits, '_').

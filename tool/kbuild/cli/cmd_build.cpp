@@ -5,6 +5,7 @@
 #include "kbuild/build/build.hpp"
 #include "kbuild/cli/command.hpp"
 #include "kbuild/exec/interrupt.hpp"
+#include "kbuild/layout/check.hpp"
 #include "kbuild/util/strings.hpp"
 
 namespace kbuild::cli {
@@ -28,6 +29,7 @@ struct BuildOptions {
   std::vector<std::string> cuda_toolkits;
   bool no_cache = false;
   bool no_wait = false;
+  std::string manylinux = "manylinux_2_28";
 
   bool matrix_mode() const {
     return matrix || !filter.variants.empty() || !filter.torch.empty() || !filter.cuda.empty();
@@ -42,7 +44,10 @@ Result<ExitCode> run_build(const BuildOptions& options, Services& services) {
   build::BuildServices build_services{services.fs,  services.launcher, runner,         reporter,
                                       services.env, services.clock,    services.random};
   build::BuildRequest request;
+  if (!layout::is_known_manylinux_policy(options.manylinux))
+    return fail("unknown --manylinux policy " + options.manylinux, "use manylinux_2_28 or none", ExitCode::usage);
   request.kernel_dir = absolute_dir(options.kernel_dir);
+  request.manylinux = options.manylinux;
   request.jobs = options.jobs > 0 ? options.jobs : available_cpus();
   request.keep_going = options.keep_going;
   request.python = options.python.empty() ? "python3" : options.python;
@@ -94,6 +99,9 @@ void register_build(CLI::App& app, CommandAction& action) {
   cmd->add_flag("--locked", options->locked, "Fail instead of adding toolchains to kbuild.lock");
   cmd->add_option("--cuda-toolkit", options->cuda_toolkits,
                   "A local CUDA toolkit for a matrix CUDA version, VERSION=PATH (e.g. 12.6=/usr/local/cuda-12.6)");
+  cmd->add_option("--manylinux", options->manylinux,
+                  "ABI policy every library must meet before it is installed: manylinux_2_28 or none")
+      ->capture_default_str();
   cmd->add_flag("--no-cache", options->no_cache, "Do not use the compile cache ($KBUILD_CACHE/objects)");
   cmd->add_flag("--no-wait", options->no_wait,
                 "Fail at once when another build of this kernel directory is running (default: wait for it)");

@@ -121,19 +121,44 @@ Result<void> read_dynamic_symbols(const Image& image, const Sections& sections, 
 
 }  // namespace
 
-Result<ElfInfo> read_elf(std::string_view bytes) {
-  Image image(bytes);
+static Result<std::pair<Elf64_Ehdr, std::vector<Elf64_Shdr>>> read_headers(const Image& image) {
   Elf64_Ehdr header;
   if (!image.read(0, header) || std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0) return fail("not an ELF file");
   if (header.e_ident[EI_CLASS] != ELFCLASS64 || header.e_ident[EI_DATA] != ELFDATA2LSB)
     return fail("not a 64-bit little-endian ELF file");
-  ElfInfo info;
-  info.machine = header.e_machine == EM_X86_64 ? "x86_64" : header.e_machine == EM_AARCH64 ? "aarch64" : "other";
-  info.shared_object = header.e_type == ET_DYN;
   std::vector<Elf64_Shdr> table(header.e_shnum);
   for (size_t i = 0; i < table.size(); ++i)
     if (!image.read(header.e_shoff + i * sizeof(Elf64_Shdr), table[i])) return fail("truncated section table");
-  Sections sections(image, std::move(table));
+  return std::pair{header, std::move(table)};
+}
+
+Result<std::vector<std::string>> undefined_symbols_of_object(std::string_view bytes) {
+  Image image(bytes);
+  KB_TRY_ASSIGN(auto headers, read_headers(image));
+  Sections sections(image, std::move(headers.second));
+  std::vector<std::string> names;
+  const Elf64_Shdr* symtab = sections.of_type(SHT_SYMTAB);
+  const Elf64_Shdr* strtab = symtab ? sections.linked(*symtab) : nullptr;
+  if (!strtab) return names;
+  size_t count = symtab->sh_entsize ? symtab->sh_size / symtab->sh_entsize : 0;
+  for (size_t i = 1; i < count; ++i) {
+    Elf64_Sym sym;
+    if (!image.read(symtab->sh_offset + i * sizeof(Elf64_Sym), sym)) return fail("truncated symbol table");
+    int bind = ELF64_ST_BIND(sym.st_info);
+    if (sym.st_shndx == SHN_UNDEF && (bind == STB_GLOBAL || bind == STB_WEAK))
+      names.push_back(sections.string_at(*strtab, sym.st_name));
+  }
+  return names;
+}
+
+Result<ElfInfo> read_elf(std::string_view bytes) {
+  Image image(bytes);
+  KB_TRY_ASSIGN(auto headers, read_headers(image));
+  const Elf64_Ehdr& header = headers.first;
+  ElfInfo info;
+  info.machine = header.e_machine == EM_X86_64 ? "x86_64" : header.e_machine == EM_AARCH64 ? "aarch64" : "other";
+  info.shared_object = header.e_type == ET_DYN;
+  Sections sections(image, std::move(headers.second));
   KB_TRY(read_dynamic(image, sections, info));
   KB_TRY(read_dynamic_symbols(image, sections, info));
   return info;

@@ -29,6 +29,10 @@ struct ElfInfo {
   std::vector<ElfSymbol> dynamic_symbols;
 };
 
+/// The global symbols a relocatable object (.o) references but does not define (its .symtab), to
+/// name the source behind a library's dependency.
+Result<std::vector<std::string>> undefined_symbols_of_object(std::string_view image);
+
 /// Parses an ELF image held in memory. Error for anything that is not a 64-bit little-endian ELF
 /// file or whose tables point outside the file.
 Result<ElfInfo> read_elf(std::string_view image);

@@ -1,6 +1,13 @@
 #include "kbuild/layout/install.hpp"
 
+#include <cxxabi.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <memory>
+
+#include "kbuild/layout/elf.hpp"
+#include "kbuild/util/strings.hpp"
 
 namespace kbuild::layout {
 
@@ -33,7 +40,75 @@ FileSet variant_files(const InstallSpec& spec) {
   return set;
 }
 
+namespace {
+
+// "img2gray_cpu/img2gray_cpu.cpp" for <work>/<variant>/obj/img2gray_cpu/img2gray_cpu.cpp.o.
+std::string source_of_object(const fs::path& object, const fs::path& obj_dir) {
+  std::string rel = object.lexically_relative(obj_dir).generic_string();
+  if (rel.empty() || rel.starts_with("..")) rel = object.filename().string();
+  return rel.ends_with(".o") ? rel.substr(0, rel.size() - 2) : rel;
+}
+
+std::string demangled(const std::string& symbol) {
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> text(abi::__cxa_demangle(symbol.c_str(), nullptr, nullptr, &status),
+                                              std::free);
+  return status == 0 && text ? std::string(text.get()) : symbol;
+}
+
+// Symbol name of a "needs NAME@VERSION, ..." issue, or empty.
+std::string needed_symbol(const std::string& message) {
+  if (!message.starts_with("needs ")) return "";
+  size_t at = message.find('@');
+  return at == std::string::npos ? "" : message.substr(6, at - 6);
+}
+
+}  // namespace
+
+Result<void> gate_library(const util::FileSystem& fs, const fs::path& library, const std::string& ops_id,
+                          const std::string& variant, const LibraryGate& gate) {
+  KB_TRY_ASSIGN(std::string image, fs.read_file(library));
+  auto elf = read_elf(image);
+  if (!elf) return fail("the linked library of " + variant + " is not a readable ELF file: " + elf.error().message);
+  std::vector<CheckIssue> issues = check_library(*elf, variant, ops_id, gate.machine, gate.options);
+  if (std::none_of(issues.begin(), issues.end(), [](const CheckIssue& i) { return i.error; })) return {};
+  std::map<std::string, std::vector<std::string>> users;  // symbol -> sources referencing it
+  for (const auto& issue : issues)
+    if (auto symbol = needed_symbol(issue.message); !symbol.empty()) users[symbol];
+  if (!users.empty())
+    for (const auto& object : gate.objects)
+      if (auto bytes = fs.read_file(object))
+        if (auto names = undefined_symbols_of_object(*bytes))
+          for (const auto& name : *names)
+            if (auto it = users.find(name); it != users.end())
+              it->second.push_back(source_of_object(object, gate.work_dir / variant / "obj"));
+  std::string message = variant + ": the linked library fails the ABI check; nothing was installed";
+  for (const auto& issue : issues) {
+    if (!issue.error) continue;
+    message += "\n  " + issue.message;
+    std::string symbol = needed_symbol(issue.message);
+    if (auto it = users.find(symbol); it != users.end()) {
+      if (demangled(symbol) != symbol) message += "\n    that is " + demangled(symbol);
+      if (!it->second.empty()) message += "\n    used by " + util::join(it->second, ", ");
+    }
+  }
+  bool symbol_versions = !users.empty();
+  // The hint is part of the message: a failed job prints its message only.
+  return fail(
+      message + "\n  hint: " +
+          (symbol_versions
+               ? "the kernels loader and kernel-abi-check reject libraries that need a newer C or C++ runtime than " +
+                     gate.options.manylinux +
+                     " allows: avoid those library features in the sources named (or build with a GCC whose "
+                     "libstdc++ is no newer than 3.4.24, as manylinux_2_28 toolchains do); --manylinux none "
+                     "skips this check for local use"
+               : "see docs/cli.md, kbuild check, for each rule"),
+      "", ExitCode::failure);
+}
+
 Result<void> install_variant(util::FileSystem& fs, const InstallSpec& spec) {
+  if (spec.library && spec.gate)
+    KB_TRY(gate_library(fs, *spec.library, spec.metadata.id, spec.variant_dir.filename().string(), *spec.gate));
   FileSet set = variant_files(spec);
   fs::path staging = util::temp_sibling(spec.variant_dir);
   KB_TRY(fs.make_dirs(staging));

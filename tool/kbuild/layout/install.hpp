@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "kbuild/layout/check.hpp"
 #include "kbuild/layout/metadata.hpp"
 #include "kbuild/util/fs.hpp"
 #include "kbuild/util/result.hpp"
@@ -31,6 +32,20 @@ struct FileSet {
   void add_file(const std::string& rel, fs::path source) { files[rel] = {std::nullopt, std::move(source)}; }
 };
 
+/// The checks of `kbuild check` a native library must pass before it is installed (kernel-builder runs
+/// its ABI check after every build): nothing the official checker or the loader rejects is installed.
+struct LibraryGate {
+  std::string machine;            ///< the variant's CPU, "x86_64" or "aarch64"
+  CheckOptions options;           ///< the manylinux policy ("none" skips symbol versions)
+  std::vector<fs::path> objects;  ///< the linked objects, to name the source of a symbol
+  fs::path work_dir;              ///< objects are named relative to <work_dir>/<variant>/obj
+};
+
+/// The errors of `check_library` for the staged library, with the objects that reference each
+/// offending symbol; an error value (ExitCode::failure) listing them all, or nothing.
+Result<void> gate_library(const util::FileSystem& fs, const fs::path& library, const std::string& ops_id,
+                          const std::string& variant, const LibraryGate& gate);
+
 struct InstallSpec {
   fs::path variant_dir;                   ///< build/<variant>
   fs::path package_dir;                   ///< torch-ext/<python_name>
@@ -38,6 +53,7 @@ struct InstallSpec {
   std::optional<fs::path> library;        ///< staged native library (absent for noarch variants)
   std::string ops_py;                     ///< the generated _ops.py
   Metadata metadata;                      ///< without digest; install adds it
+  std::optional<LibraryGate> gate;        ///< checks the library must pass first
 };
 
 /// Files of the Python package that ship in a variant: extensions in `pyext` (without "pyi" for

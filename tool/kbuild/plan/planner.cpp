@@ -56,9 +56,12 @@ VariantFlags variant_flags(const PlanRequest& request, const Variant& variant, c
   VariantFlags flags;
   flags.defines = {"-DNDEBUG", std::string("-D_GLIBCXX_USE_CXX11_ABI=") + (tc.torch.cxx11_abi ? "1" : "0"),
                    "-DTORCH_EXTENSION_NAME=" + ops, "-DPy_LIMITED_API=0x03090000"};
+  // The interface definitions of Torch's CMake targets, which kernel-builder's compiles inherit.
+  for (const char* define : {"-DUSE_DISTRIBUTED", "-DUSE_C10D_GLOO", "-DUSE_RPC", "-DUSE_TENSORPIPE"})
+    flags.defines.push_back(define);
   if (variant.backend == config::Backend::cuda) {
-    flags.defines.push_back("-DCUDA_KERNEL");
-    flags.defines.push_back("-DUSE_CUDA=1");
+    for (const char* define : {"-DUSE_C10D_NCCL", "-DUSE_NVSHMEM", "-DCUDA_KERNEL", "-DUSE_CUDA=1"})
+      flags.defines.push_back(define);
   } else {
     flags.defines.push_back("-DCPU_KERNEL");
   }
@@ -76,6 +79,14 @@ VariantFlags variant_flags(const PlanRequest& request, const Variant& variant, c
 }
 
 std::string object_path_for(const std::string& source) { return "obj/" + source + ".o"; }
+
+// CMAKE_CUDA_FLAGS as Torch's CMake package (share/cmake/Caffe2/public/cuda.cmake) sets them.
+constexpr const char* k_torch_nvcc_flags[] = {
+    "-DONNX_NAMESPACE=onnx_c2", "-Xcudafe",
+    "--diag_suppress=cc_clobber_ignored,--diag_suppress=field_without_dll_interface,"
+    "--diag_suppress=base_class_has_different_dll_interface,--diag_suppress=dll_interface_conflict_none_assumed,"
+    "--diag_suppress=dll_interface_conflict_dllexport_assumed,--diag_suppress=bad_friend_decl",
+    "--expt-relaxed-constexpr", "--expt-extended-lambda"};
 
 }  // namespace
 
@@ -222,13 +233,18 @@ class CompiledVariantPlanner {
     if (m_tc.cuda->version >= util::Version({12, 4})) argv.push_back("-objtemp");
     argv.push_back("-O3");
     argv.push_back(std_flag(unit));
+    // What every CUDA compile of kernel-builder gets (docs/build-toml.md, "Compiler command lines"):
+    // the CUDA flags of Torch's CMake package, then its own -DENABLE_FP8 (CUDA >= 11.8).
+    for (const char* flag : k_torch_nvcc_flags) argv.push_back(flag);
+    argv.push_back("-DENABLE_FP8");
     std::string xcompiler = "-Xcompiler=-fPIC,-fvisibility=hidden,-fno-gnu-unique";
     for (const auto& map : m_flags.prefix_maps) xcompiler += "," + map;
     argv.push_back(xcompiler);
     add_includes(unit, argv);
     auto gencode = gencode_flags(unit.archs);
     argv.insert(argv.end(), gencode.begin(), gencode.end());
-    for (const auto& flag : unit.cxx_flags) argv.push_back("-Xcompiler=" + flag);
+    // cxx-flags are for the C++ compiler only, as in kernel-builder (a host flag meant for .cpp files,
+    // such as -fopenmp, is not forced on nvcc's host passes).
     argv.insert(argv.end(), unit.cuda_flags.begin(), unit.cuda_flags.end());
     return argv;
   }
@@ -323,6 +339,14 @@ class CompiledVariantPlanner {
       spec.metadata.archs = variant_cuda_archs(m_config, m_tc.cuda->version);
     spec.metadata.builder_version = m_request.builder_version;
     spec.metadata.kernel = m_request.kernel_git;
+    if (m_request.gate_libraries) {
+      layout::LibraryGate gate;
+      gate.machine = m_variant.cpu;
+      gate.options.manylinux = m_request.manylinux;
+      gate.objects = m_objects;
+      gate.work_dir = m_request.work_dir;
+      spec.gate = std::move(gate);
+    }
     return spec;
   }
 

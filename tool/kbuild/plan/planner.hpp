@@ -43,6 +43,10 @@ struct PlanRequest {
   int nvcc_threads = 0;  ///< --threads for nvcc; 0 leaves it out
   std::string builder_version;
   std::optional<layout::GitProvenance> kernel_git;
+  /// The policy every linked library must meet before it is installed ("none": symbol versions unchecked).
+  std::string manylinux = "manylinux_2_28";
+  /// Off only where the compiler is a fake that produces no ELF (unit tests of the build use case).
+  bool gate_libraries = true;
 };
 
 /// "_" + python_name + "_" + backend + "_" + unique_id (kernel-builder's ops identifier; docs/architecture.md).

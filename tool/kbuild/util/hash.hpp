@@ -53,7 +53,7 @@ bool from_hex(std::string_view hex, std::string& out);
 /// Standard base64 (RFC 4648 §4) with padding.
 std::string base64_encode(std::string_view raw);
 bool base64_decode(std::string_view text, std::string& out);
-/// Lowercase RFC 4648 base32 without padding (used for random unique ids, like kernel-builder).
+/// Lowercase RFC 4648 base32 without padding (registry tokens).
 std::string base32_lower_nopad(std::string_view raw);
 
 /// Git blob id of `content`: SHA-1 over "blob <size>\0<content>".

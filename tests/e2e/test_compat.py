@@ -1,0 +1,154 @@
+"""Kernels written for kernel-builder build unchanged (docs/build-toml.md, "Compiler command lines"), and no
+build installs a library that the ABI check (kbuild check, kernel-abi-check) rejects. Small kernels of our
+own, written for these tests, each exercising one feature."""
+
+import json
+import subprocess
+import textwrap
+
+from conftest import PYTHON, run_kbuild, build_args
+
+CPU_VARIANT = "torch211-cxx11-cpu-x86_64-linux"
+CUDA_VARIANT = "torch211-cxx11-cu130-x86_64-linux"
+
+# A binding in kernel-builder's style: registration.h's macros, one op `probe() -> int` whose
+# implementation lives in the kernel component.
+BINDING = """\
+#include <torch/csrc/stable/library.h>
+
+#include <cstdint>
+
+#include "registration.h"
+
+int64_t probe();
+
+STABLE_TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) { ops.def("probe() -> int"); }
+STABLE_TORCH_LIBRARY_IMPL_EXPAND(TORCH_EXTENSION_NAME, CompositeExplicitAutograd, ops) {
+  ops.impl("probe", TORCH_BOX(&probe));
+}
+
+REGISTER_EXTENSION(TORCH_EXTENSION_NAME)
+"""
+
+
+def write_kernel(root, name, backend, component_src, component_file, depends='["torch"]'):
+    files = {
+        "build.toml": f"""\
+            [general]
+            name = "{name}"
+            version = 1
+            edition = 5
+            license = "Apache-2.0"
+            backends = ["{backend}"]
+
+            [torch]
+            src = ["torch-ext/torch_binding.cpp"]
+
+            [kernel.{name}_{backend}]
+            backend = "{backend}"
+            depends = {depends}
+            src = ["{component_file}"]
+            """,
+        "torch-ext/torch_binding.cpp": BINDING,
+        f"torch-ext/{name}/__init__.py": "from ._ops import ops\n\n\ndef probe():\n    return ops.probe()\n",
+        component_file: component_src,
+    }
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return root
+
+
+def load_and_probe(variant_dir, backend):
+    code = f"""
+from pathlib import Path
+from kernels import get_local_kernel
+kernel = get_local_kernel(Path({str(variant_dir.parent.parent)!r}), backend={backend!r})
+print(kernel.probe())
+"""
+    result = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout.strip().splitlines()[-1]
+
+
+# Device lambdas and host constexpr functions called from device code need nvcc's
+# --expt-extended-lambda and --expt-relaxed-constexpr, which kernel-builder inherits from Torch's
+# CMake package; ENABLE_FP8 is kernel-builder's own define.
+LAMBDA_CU = """\
+#include <cstdint>
+
+#ifndef ENABLE_FP8
+#error "kernel-builder defines ENABLE_FP8 for every CUDA compile"
+#endif
+
+constexpr float twice(float x) { return 2.0f * x; }
+
+template <typename F>
+__global__ void apply(float* data, int n, F f) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) data[i] = f(data[i]);
+}
+
+void launch_twice(float* data, int n) {
+  apply<<<(n + 255) / 256, 256>>>(data, n, [] __device__(float v) { return twice(v); });
+}
+
+int64_t probe() {
+  void (*volatile keep)(float*, int) = &launch_twice;  // linked, not run: this machine may have no GPU
+  return keep != nullptr ? 7 : 0;
+}
+"""
+
+
+def test_device_lambdas_and_relaxed_constexpr_build_as_with_kernel_builder(tmp_path):
+    kernel = write_kernel(tmp_path / "lambdas", "lambdas", "cuda", LAMBDA_CU, "lambdas_cuda/lambdas.cu", depends="[]")
+    run_kbuild(*build_args(kernel, "--backend", "cuda", "--unique-id", "t1"))
+    variant = kernel / "build" / CUDA_VARIANT
+    assert (variant / "_lambdas_cuda_t1.abi3.so").is_file()
+    run_kbuild("check", kernel)
+    assert load_and_probe(variant, "cuda") == "7"  # the op runs on the CPU (CompositeExplicitAutograd)
+
+
+# std::to_chars for floating point came with GCC 11: libraries using it need GLIBCXX_3.4.29, newer
+# than manylinux_2_28's libstdc++ (3.4.24), so kernel-abi-check and the kernels ecosystem reject them.
+CXX20_CPP = """\
+#include <charconv>
+#include <cstdint>
+
+int64_t probe() {
+  char text[32];
+  auto result = std::to_chars(text, text + sizeof text, 0.1);
+  return static_cast<int64_t>(result.ptr - text);
+}
+"""
+
+
+def test_a_library_needing_a_newer_libstdcxx_is_refused_naming_symbol_and_source(tmp_path):
+    kernel = write_kernel(tmp_path / "newer", "newer", "cpu", CXX20_CPP, "newer_cpu/newer.cpp")
+    refused = run_kbuild(*build_args(kernel, "--backend", "cpu", "--unique-id", "t1"), check=False)
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    output = refused.stdout + refused.stderr
+    assert "fails the ABI check; nothing was installed" in output
+    assert "GLIBCXX_3.4.29" in output and "std::to_chars(char*, char*, double)" in output, output
+    assert "used by newer_cpu/newer.cpp" in output and "--manylinux none" in output, output
+    assert not (kernel / "build" / CPU_VARIANT).exists()
+    # The same verdict a second time (the link is up to date, the gate is not skipped).
+    again = run_kbuild(*build_args(kernel, "--backend", "cpu", "--unique-id", "t1"), check=False)
+    assert again.returncode == 1 and "GLIBCXX_3.4.29" in again.stdout + again.stderr
+    # Local use on this machine may opt out; kbuild check still says what the ecosystem would.
+    run_kbuild(*build_args(kernel, "--backend", "cpu", "--unique-id", "t1", "--manylinux", "none"))
+    assert load_and_probe(kernel / "build" / CPU_VARIANT, "cpu") == "3"  # "0.1"
+    check = run_kbuild("check", kernel, check=False)
+    assert check.returncode == 1 and "GLIBCXX_3.4.29" in check.stdout + check.stderr
+
+
+def test_an_unknown_manylinux_policy_is_a_usage_error(tmp_path):
+    kernel = write_kernel(tmp_path / "plain", "plain", "cpu", "#include <cstdint>\nint64_t probe() { return 1; }\n",
+                          "plain_cpu/plain.cpp")
+    result = run_kbuild(*build_args(kernel, "--manylinux", "manylinux_2_17"), check=False)
+    assert result.returncode == 2 and "unknown --manylinux policy" in result.stderr
+    metadata = kernel / "build" / CPU_VARIANT / "metadata.json"
+    assert not metadata.exists()
+    run_kbuild(*build_args(kernel, "--backend", "cpu"))
+    assert json.loads(metadata.read_text())["id"].startswith("_plain_cpu_")
