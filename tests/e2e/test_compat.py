@@ -152,3 +152,56 @@ def test_an_unknown_manylinux_policy_is_a_usage_error(tmp_path):
     assert not metadata.exists()
     run_kbuild(*build_args(kernel, "--backend", "cpu"))
     assert json.loads(metadata.read_text())["id"].startswith("_plain_cpu_")
+
+
+BAD_REGISTRATION = """\
+import torch
+
+from ._ops import add_op_namespace_prefix, ops
+
+
+@torch.library.register_fake("bad_ops::probe")
+def _probe_fake():
+    return 0
+
+
+@torch.library.register_fake(add_op_namespace_prefix("probe"))
+def _fine():
+    return 0
+
+
+if True:  # kernel-builder's rule looks at top-level definitions only
+
+    @torch.library.register_fake("bad_ops::nested")
+    def _nested():
+        return 0
+
+
+def probe():
+    return ops.probe()
+"""
+
+
+def test_registrations_without_the_namespace_prefix_are_refused_as_kernel_builder_does(tmp_path):
+    kernel = write_kernel(tmp_path / "regs", "regs", "cpu", "#include <cstdint>\nint64_t probe() { return 1; }\n",
+                          "regs_cpu/regs.cpp")
+    init = kernel / "torch-ext" / "regs" / "__init__.py"
+    init.write_text(BAD_REGISTRATION)
+    refused = run_kbuild(*build_args(kernel, "--backend", "cpu"), check=False)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "Found Torch library registrations that do not use `add_op_namespace_prefix`" in refused.stderr
+    assert f"{init}:6:2 function _probe_fake" in refused.stderr, refused.stderr
+    assert "_fine" not in refused.stderr and "_nested" not in refused.stderr
+    assert not (kernel / ".kbuild").exists() and not (kernel / "build").exists()  # nothing written
+    # Test files count too, as in kernel-builder; and a file Python cannot parse is refused.
+    init.write_text(BAD_REGISTRATION.replace('"bad_ops::probe"', 'add_op_namespace_prefix("probe2")'))
+    (kernel / "tests").mkdir()
+    (kernel / "tests" / "test_regs.py").write_text("def broken(:\n")
+    unparsable = run_kbuild(*build_args(kernel, "--backend", "cpu"), check=False)
+    assert unparsable.returncode == 2 and "tests/test_regs.py:1:" in unparsable.stderr, unparsable.stderr
+    (kernel / "tests" / "test_regs.py").unlink()
+    run_kbuild(*build_args(kernel, "--backend", "cpu"))
+    # A passed check is remembered (no Python started by a no-op build) until a .py file changes.
+    init.write_text(BAD_REGISTRATION)
+    again = run_kbuild(*build_args(kernel, "--backend", "cpu"), check=False)
+    assert again.returncode == 2 and "_probe_fake" in again.stderr

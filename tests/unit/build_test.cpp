@@ -9,6 +9,7 @@
 #include "kbuild/build/build.hpp"
 #include "kbuild/build/kernel_source.hpp"
 #include "kbuild/build/local_variants.hpp"
+#include "kbuild/build/ops_check.hpp"
 #include "kbuild/exec/interrupt.hpp"
 #include "kbuild/exec/reporter.hpp"
 #include "kbuild/util/strings.hpp"
@@ -259,4 +260,35 @@ TEST_F(BuildFixture, OneBuildOfAKernelDirectoryAtATime) {
   held->reset();  // the other build finished
   ASSERT_TRUE(build::build(r, services));
   EXPECT_FALSE(fs.locked("/k/.kbuild/lock"));  // released when the build returns
+}
+
+TEST(RegistrationPrefix, ChecksEveryPythonSourceButOutputsAndCaches) {
+  fakes::MemFileSystem fs;
+  for (const char* path :
+       {"/k/build.toml", "/k/torch-ext/relu/__init__.py", "/k/tests/test_relu.py", "/k/build/v/relu/__init__.py",
+        "/k/.venv/lib/x.py", "/k/torch-ext/relu/__pycache__/a.py", "/k/benchmarks/bench.py", "/k/notes.txt"})
+    ASSERT_TRUE(fs.write_file_atomic(path, ""));
+  auto files = build::python_sources(fs, "/k");
+  ASSERT_TRUE(files);
+  EXPECT_EQ(*files,
+            (std::vector<std::string>{"benchmarks/bench.py", "tests/test_relu.py", "torch-ext/relu/__init__.py"}));
+}
+
+TEST(RegistrationPrefix, VerdictCarriesKernelBuildersHeadingAndEveryLocation) {
+  EXPECT_TRUE(build::registration_prefix_verdict({0, "", ""}, "/k"));
+  auto bad = build::registration_prefix_verdict(
+      {1, "torch-ext/relu/__init__.py:12:1 function _fake\ntests/t.py:3:1 class Op\n", ""}, "/k");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().code, ExitCode::usage);
+  EXPECT_EQ(bad.error().message,
+            "Found Torch library registrations that do not use `add_op_namespace_prefix`:\n"
+            "  /k/torch-ext/relu/__init__.py:12:1 function _fake\n  /k/tests/t.py:3:1 class Op");
+  EXPECT_NE(bad.error().hint.find("add_op_namespace_prefix(\"my_op\")"), std::string::npos);
+  auto syntax = build::registration_prefix_verdict({1, "a.py:2:5 unparsable invalid syntax\n", ""}, "/k");
+  ASSERT_FALSE(syntax);
+  EXPECT_NE(syntax.error().message.find("cannot be parsed:\n  /k/a.py:2:5 unparsable invalid syntax"),
+            std::string::npos);
+  auto broken = build::registration_prefix_verdict({127, "", "python: not found"}, "/k");
+  ASSERT_FALSE(broken);
+  EXPECT_EQ(broken.error().code, ExitCode::toolchain);
 }

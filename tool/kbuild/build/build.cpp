@@ -12,6 +12,7 @@
 #include "kbuild/build/kernel_source.hpp"
 #include "kbuild/build/local_variants.hpp"
 #include "kbuild/build/matrix_session.hpp"
+#include "kbuild/build/ops_check.hpp"
 #include "kbuild/cache/compile_cache.hpp"
 #include "kbuild/exec/build_state.hpp"
 #include "kbuild/plan/planner.hpp"
@@ -118,6 +119,8 @@ Result<BuildOutcome> build(const BuildRequest& request, BuildServices& services)
   const auto& kernel_dir = request.kernel_dir;
   const auto work_dir = kernel_dir / ".kbuild";
   KB_TRY_ASSIGN(config::KernelConfig config, load_kernel(services.fs, kernel_dir, request.diagnostics));
+  KB_TRY_ASSIGN(std::string ops_check_stamp, check_registration_prefix(services.launcher, services.fs, request.python,
+                                                                       kernel_dir, work_dir / "ops-check.stamp"));
   std::optional<MatrixSession> session;
   if (request.matrix) {
     if (!request.backends.empty())
@@ -136,6 +139,7 @@ Result<BuildOutcome> build(const BuildRequest& request, BuildServices& services)
   KB_TRY_ASSIGN(auto lock, lock_kernel_dir(services.fs, work_dir, request.wait_for_lock,
                                            [](const std::string& line) { util::log::info(line); }));
   (void)services.fs.write_file_atomic(work_dir / ".gitignore", "# kbuild intermediates, never shipped\n*\n");
+  (void)services.fs.write_file_atomic(work_dir / "ops-check.stamp", ops_check_stamp + "\n");
   KB_TRY_ASSIGN(toolchain::Toolchain local, toolchain::probe_local_toolchain(services.launcher, services.fs, probe));
 
   std::deque<toolchain::Toolchain> toolchains;  // stable addresses for VariantBuild::toolchain
