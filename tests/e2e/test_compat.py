@@ -205,3 +205,28 @@ def test_registrations_without_the_namespace_prefix_are_refused_as_kernel_builde
     init.write_text(BAD_REGISTRATION)
     again = run_kbuild(*build_args(kernel, "--backend", "cpu"), check=False)
     assert again.returncode == 2 and "_probe_fake" in again.stderr
+
+
+def test_variants_lists_what_build_builds_and_always_answers_json(tmp_path):
+    kernel = write_kernel(tmp_path / "deps", "deps", "cpu", "#include <cstdint>\nint64_t probe() { return 1; }\n",
+                          "deps_cpu/deps.cpp")
+    toml = kernel / "build.toml"
+    toml.write_text(toml.read_text().replace('backends = ["cpu"]', 'backends = ["cpu", "cuda"]') +
+                    '\n[kernel.deps_cuda]\nbackend = "cuda"\ndepends = ["torch", "cutlass_3_6"]\n'
+                    'src = ["deps_cuda/deps.cu"]\n')
+    (kernel / "deps_cuda").mkdir()
+    (kernel / "deps_cuda" / "deps.cu").write_text("// needs CUTLASS\n")
+    listing = json.loads(run_kbuild("variants", kernel, "--json").stdout)
+    names = [v["name"] for v in listing["variants"]]
+    assert names and all("-cpu-" in name for name in names), names
+    assert any("cutlass_3_6" in reason and "-cu13" in reason for reason in listing["left_out"]), listing
+    # The local build's variants for this interpreter, with the same refusals.
+    local = json.loads(run_kbuild("variants", kernel, "--json", "--python", PYTHON).stdout)
+    assert [v["name"] for v in local["variants"]] == [CPU_VARIANT], local
+    assert any("cutlass_3_6" in reason for reason in local["left_out"]), local
+    # Torch bounds that exclude the whole matrix: an empty list with the reasons, still JSON, exit 0.
+    toml.write_text(toml.read_text().replace("[torch]\n", '[torch]\nminver = "9.0"\n'))
+    empty = run_kbuild("variants", kernel, "--json")
+    parsed = json.loads(empty.stdout)
+    assert parsed["variants"] == [] and parsed["left_out"], parsed
+    assert "variants of deps" in run_kbuild("variants", kernel).stdout

@@ -10,7 +10,7 @@ namespace kbuild::build {
 
 Result<MatrixSession> open_matrix(const util::FileSystem& fs, const config::KernelConfig& config,
                                   const std::filesystem::path& kernel_dir, const plan::MatrixFilter& filter,
-                                  bool locked, const config::DiagnosticSink& sink) {
+                                  bool locked, const config::DiagnosticSink& sink, bool allow_empty) {
   MatrixSession session;
   session.kernel_dir = kernel_dir;
   session.spec = config::default_matrix();
@@ -33,6 +33,7 @@ Result<MatrixSession> open_matrix(const util::FileSystem& fs, const config::Kern
                 "create it with `kbuild toolchains lock` and commit it", ExitCode::usage);
   }
   session.all = plan::expand_matrix(config, session.spec, &session.notes);
+  if (session.all.empty() && allow_empty) return session;
   if (session.all.empty())
     return fail("the kernel's matrix is empty (" + session.spec.origin + ")",
                 "check build.toml's backends and version bounds against the matrix", ExitCode::usage);

@@ -33,9 +33,10 @@ struct MatrixSession {
 };
 
 /// Reads kbuild.toml (diagnostics to `sink`; error exit 2) and kbuild.lock; `locked` requires the lock.
+/// An empty matrix is an error unless `allow_empty` (kbuild variants lists it with the reasons).
 Result<MatrixSession> open_matrix(const util::FileSystem& fs, const config::KernelConfig& config,
                                   const std::filesystem::path& kernel_dir, const plan::MatrixFilter& filter,
-                                  bool locked, const config::DiagnosticSink& sink);
+                                  bool locked, const config::DiagnosticSink& sink, bool allow_empty = false);
 
 /// Parses repeated --cuda-toolkit VERSION=PATH options.
 Result<std::map<std::string, std::filesystem::path>> parse_cuda_toolkits(const std::vector<std::string>& options);

@@ -38,6 +38,14 @@ std::vector<const config::KernelComponent*> enabled_components(const config::Ker
   return out;
 }
 
+std::optional<std::string> unsupported_dependency(const std::vector<const config::KernelComponent*>& components) {
+  for (const auto* component : components)
+    for (const auto& dep : component->depends)
+      if (dep != "torch")
+        return "kernel." + component->name + " depends on \"" + dep + "\", which kbuild cannot provide yet";
+  return std::nullopt;
+}
+
 std::string hash_key(std::initializer_list<std::string_view> fields) {
   util::Hasher hasher;
   for (auto field : fields) hasher.field(field);
@@ -170,11 +178,8 @@ class CompiledVariantPlanner {
  private:
   Result<std::vector<Unit>> collect_units() const {
     auto components = enabled_components(m_config, m_variant.backend, &m_tc);
-    for (const auto* component : components)
-      for (const auto& dep : component->depends)
-        if (dep != "torch")
-          return fail("kernel." + component->name + " depends on \"" + dep + "\", which kbuild cannot provide yet",
-                      "only the \"torch\" dependency is supported; see docs/build-toml.md", ExitCode::usage);
+    if (auto reason = unsupported_dependency(components))
+      return fail(*reason, "only the \"torch\" dependency is supported; see docs/build-toml.md", ExitCode::usage);
     std::vector<Unit> units;
     for (const auto& src : m_config.torch.src)
       if (compile_kind(src))
@@ -418,6 +423,10 @@ Result<JobGraph> plan_build(const PlanRequest& request) {
   }
   KB_TRY(graph.validate());
   return graph;
+}
+
+std::optional<std::string> unbuildable_reason(const config::KernelConfig& config, config::Backend backend) {
+  return unsupported_dependency(enabled_components(config, backend, nullptr));
 }
 
 }  // namespace kbuild::plan

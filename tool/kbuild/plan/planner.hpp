@@ -49,6 +49,10 @@ struct PlanRequest {
   bool gate_libraries = true;
 };
 
+/// Why `build` would refuse a variant of `backend` whatever the toolchain (a component needs a
+/// dependency kbuild cannot provide), or nullopt. `kbuild variants` lists such variants as left out.
+std::optional<std::string> unbuildable_reason(const config::KernelConfig& config, config::Backend backend);
+
 /// "_" + python_name + "_" + backend + "_" + unique_id (kernel-builder's ops identifier; docs/architecture.md).
 std::string ops_id(const std::string& python_name, config::Backend backend, const std::string& unique_id);
 
