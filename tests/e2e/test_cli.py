@@ -2,8 +2,11 @@
 and exit code 2, and options that may come before or after the kernel directory."""
 
 import json
+import os
+import pty
+import subprocess
 
-from conftest import IMG2GRAY, run_kbuild
+from conftest import IMG2GRAY, KBUILD, PYTHON, build_args, run_kbuild
 
 
 def assert_usage_error(result, message, hint):
@@ -22,6 +25,38 @@ def test_option_errors_name_the_command_to_ask_for_help():
     assert_usage_error(run_kbuild("publish", IMG2GRAY, check=False), "--tag is required", "kbuild publish --help")
     result = run_kbuild("hub", "token", "--user", "x", check=False)
     assert_usage_error(result, "--root is required", "kbuild hub token --help")
+
+
+def test_unknown_options_are_named_with_a_suggestion_before_other_errors():
+    # (CLI11 alone reports "A subcommand is required" or "--tag is required" for these.)
+    assert_usage_error(run_kbuild("--bogus", check=False), "unknown option '--bogus'", "kbuild --help")
+    assert_usage_error(run_kbuild("publish", "--tga", "v1", check=False), "unknown option '--tga' for `kbuild publish`",
+                       "did you mean --tag?")
+    assert_usage_error(run_kbuild("build", "--jbos", "2", check=False), "unknown option '--jbos' for `kbuild build`",
+                       "did you mean --jobs?")
+    assert_usage_error(run_kbuild(check=False), "no command given", "kbuild --help")
+    assert run_kbuild("-V").stdout.strip() == run_kbuild("--version").stdout.strip() != ""
+
+
+def test_on_a_terminal_the_summary_gets_a_line_of_its_own(kernel_copy):
+    controller, terminal = pty.openpty()
+    proc = subprocess.Popen([str(KBUILD), *map(str, build_args(kernel_copy, "--backend", "cpu"))], stdin=terminal,
+                            stdout=terminal, stderr=terminal, env=dict(os.environ, TERM="xterm"))
+    os.close(terminal)
+    output = b""
+    while True:
+        try:
+            chunk = os.read(controller, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        output += chunk
+    assert proc.wait(timeout=600) == 0, output
+    text = output.decode()
+    assert "\x1b[K" in text, text  # the live progress line was used
+    at = text.index("kbuild: built")
+    assert text[at - 1] == "\n", repr(text[at - 80:at + 20])
 
 
 def test_a_missing_kernel_directory_is_one_error(tmp_path):

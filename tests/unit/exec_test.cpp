@@ -203,4 +203,8 @@ TEST(Staleness, ReasonsAreSpecific) {
   EXPECT_FALSE(staleness_reason(job, &record, stats).has_value());
   record.inputs[0].mtime_ns -= 1;
   EXPECT_EQ(*staleness_reason(job, &record, stats), "input /i changed");
+  // A header as the depfile names it is shown normalised.
+  fs.put("/k/include/x.h", "h");
+  record.inputs = {{"/k/torch-ext/../include/x.h", fs.stat("/k/include/x.h").mtime_ns + 1, 1}};
+  EXPECT_EQ(*staleness_reason(job, &record, stats), "input /k/include/x.h changed");
 }

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <optional>
 #include <thread>
@@ -62,8 +63,9 @@ void one_value_per_option(CLI::App& app) {
   for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) one_value_per_option(*sub);
 }
 
-// The command path named on the command line ("publish", "hub serve"), for "see --help" hints.
-std::string command_path(CLI::App& app, int argc, char** argv) {
+// The command path named on the command line ("publish", "hub serve"), for "see --help" hints;
+// `command` gets the innermost (sub)command it names.
+std::string command_path(CLI::App& app, int argc, char** argv, CLI::App** command = nullptr) {
   std::string path;
   CLI::App* current = &app;
   for (int i = 1; i < argc; ++i) {
@@ -77,7 +79,75 @@ std::string command_path(CLI::App& app, int argc, char** argv) {
     path += (path.empty() ? "" : " ") + std::string(argv[i]);
     current = sub;
   }
+  if (command) *command = current;
   return path;
+}
+
+// An option that the command it follows does not have, found before CLI11 parses (which reports a
+// missing required option or subcommand first); with the closest known name as a suggestion.
+std::optional<Error> unknown_option(CLI::App& app, int argc, char** argv) {
+  CLI::App* current = &app;
+  std::string path;
+  for (int i = 1; i < argc; ++i) {
+    std::string token = argv[i];
+    if (token == "--") break;
+    bool long_option = token.starts_with("--") && token.size() > 2;
+    bool short_option = token.size() == 2 && token[0] == '-' && !std::isdigit(static_cast<unsigned char>(token[1]));
+    if (!long_option && !short_option) {
+      try {
+        current = current->get_subcommand(token);
+        path += (path.empty() ? "" : " ") + token;
+      } catch (const CLI::OptionNotFound&) {
+      }
+      continue;
+    }
+    std::string name =
+        long_option ? token.substr(2, token.find('=') == std::string::npos ? std::string::npos : token.find('=') - 2)
+                    : token.substr(1);
+    std::vector<std::string> known = {"--help"};
+    bool found = name == "help" || name == "h";
+    for (const CLI::Option* option : current->get_options()) {
+      for (const auto& lname : option->get_lnames()) {
+        known.push_back("--" + lname);
+        found = found || (long_option && lname == name);
+      }
+      for (const auto& sname : option->get_snames()) found = found || (short_option && sname == name);
+    }
+    if (found) continue;
+    std::string hint = path.empty() ? "see `kbuild --help`" : "see `kbuild " + path + " --help`";
+    std::string shown = long_option ? "--" + name : token;
+    std::string suggestion = long_option ? util::closest_match(shown, known) : "";
+    return Error{ExitCode::usage, "unknown option '" + shown + "'" + (path.empty() ? "" : " for `kbuild " + path + "`"),
+                 suggestion.empty() ? hint : "did you mean " + suggestion + "? (" + hint + ")"};
+  }
+  return std::nullopt;
+}
+
+// CLI11's parse errors in kbuild's words: lowercase, the offending option named, a suggestion.
+Error usage_error(const CLI::ParseError& error, CLI::App& app, int argc, char** argv) {
+  CLI::App* command = &app;
+  std::string path = command_path(app, argc, argv, &command);
+  std::string hint = path.empty() ? "see `kbuild --help`" : "see `kbuild " + path + " --help`";
+  std::string message = error.what();
+  const std::string unexpected = "The following argument was not expected: ";
+  const std::string unexpected_many = "The following arguments were not expected: ";
+  std::string extra;
+  if (message.starts_with(unexpected)) extra = message.substr(unexpected.size());
+  if (message.starts_with(unexpected_many)) extra = message.substr(unexpected_many.size());
+  if (!extra.empty()) {
+    std::string first = extra.substr(0, extra.find(' '));
+    if (!first.starts_with("-")) return {ExitCode::usage, "unexpected argument '" + first + "'", hint};
+    std::vector<std::string> known;
+    for (const CLI::Option* option : command->get_options())
+      for (const auto& name : option->get_lnames()) known.push_back("--" + name);
+    std::string suggestion = util::closest_match(first.substr(0, first.find('=')), known);
+    return {ExitCode::usage, "unknown option '" + first + "'" + (path.empty() ? "" : " for `kbuild " + path + "`"),
+            suggestion.empty() ? hint : "did you mean " + suggestion + "? (" + hint + ")"};
+  }
+  if (message == "A subcommand is required")
+    return {ExitCode::usage, "no command given", "kbuild COMMAND ...; see `kbuild --help` for the commands"};
+  if (!message.empty()) message[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(message[0])));
+  return {ExitCode::usage, message, hint};
 }
 
 // The first word that should be a command but is not one.
@@ -95,7 +165,7 @@ std::optional<Error> unknown_command(CLI::App& app, int argc, char** argv) {
 
 int run(int argc, char** argv) {
   CLI::App app{"kbuild builds PyTorch kernels (CUDA and CPU) for the kernels ecosystem", "kbuild"};
-  app.set_version_flag("--version", version());
+  app.set_version_flag("-V,--version", version());
   app.require_subcommand(1);
   app.footer(
       "Exit codes: 0 success, 1 build or check failed, 2 invalid usage or input, 3 toolchain "
@@ -106,7 +176,7 @@ int run(int argc, char** argv) {
                               register_hub, register_lock, register_download, register_versions})
     registrar(app, action);
   one_value_per_option(app);
-  if (auto error = unknown_command(app, argc, argv)) {
+  if (auto error = unknown_command(app, argc, argv); error || (error = unknown_option(app, argc, argv))) {
     print_error(*error);
     return static_cast<int>(ExitCode::usage);
   }
@@ -114,9 +184,7 @@ int run(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
-    std::string command = command_path(app, argc, argv);
-    print_error(
-        {ExitCode::usage, e.what(), command.empty() ? "see `kbuild --help`" : "see `kbuild " + command + " --help`"});
+    print_error(usage_error(e, app, argc, argv));
     return static_cast<int>(ExitCode::usage);
   }
   if (!action) return static_cast<int>(ExitCode::usage);

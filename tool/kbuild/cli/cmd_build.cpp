@@ -64,14 +64,13 @@ Result<ExitCode> run_build(const BuildOptions& options, Services& services) {
   request.builder_version = builder_id();
   request.diagnostics = print_diagnostics;
   KB_TRY_ASSIGN(build::BuildOutcome outcome, build::build(request, build_services));
-  if (!options.quiet) {
-    const auto& summary = outcome.summary;
-    if (summary.stale == 0)
-      fmt::print("kbuild: no work to do ({} up to date)\n", util::join(outcome.variants, ", "));
-    else
-      fmt::print("kbuild: built {} in {:.1f} s ({} jobs run, {} from cache)\n", util::join(outcome.variants, ", "),
-                 outcome.seconds, summary.ran, summary.cache_hits);
-  }
+  // Through the reporter, which first ends a live progress line: the summary gets a line of its own.
+  const auto& summary = outcome.summary;
+  if (summary.stale == 0)
+    reporter.info(fmt::format("kbuild: no work to do ({} up to date)", util::join(outcome.variants, ", ")));
+  else
+    reporter.info(fmt::format("kbuild: built {} in {:.1f} s ({} jobs run, {} from cache)",
+                              util::join(outcome.variants, ", "), outcome.seconds, summary.ran, summary.cache_hits));
   return ExitCode::ok;
 }
 

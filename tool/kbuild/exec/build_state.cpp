@@ -106,19 +106,25 @@ void BuildState::retain_only(const plan::JobGraph& graph) {
   }
 }
 
+namespace {
+// Depfiles name headers as the compiler reached them (torch-ext/../include/x.h); shown normalised.
+std::string shown(const std::string& path) { return std::filesystem::path(path).lexically_normal().string(); }
+}  // namespace
+
 std::optional<std::string> staleness_reason(const plan::Job& job, const JobRecord* record, StatCache& stats) {
   if (!record) return "no record of a previous build";
   if (record->key != job.key) return "command line or toolchain changed";
   if (record->outputs.size() != job.outputs.size()) return "outputs changed";
   for (const auto& output : record->outputs) {
     const util::FileStat& st = stats.stat(output.path);
-    if (!st.exists) return "output " + output.path + " is missing";
-    if (st.mtime_ns != output.mtime_ns || st.size != output.size) return "output " + output.path + " was modified";
+    if (!st.exists) return "output " + shown(output.path) + " is missing";
+    if (st.mtime_ns != output.mtime_ns || st.size != output.size)
+      return "output " + shown(output.path) + " was modified";
   }
   for (const auto& input : record->inputs) {
     const util::FileStat& st = stats.stat(input.path);
-    if (!st.exists) return "input " + input.path + " is gone";
-    if (st.mtime_ns != input.mtime_ns || st.size != input.size) return "input " + input.path + " changed";
+    if (!st.exists) return "input " + shown(input.path) + " is gone";
+    if (st.mtime_ns != input.mtime_ns || st.size != input.size) return "input " + shown(input.path) + " changed";
   }
   // An explicit input the record does not know about (a source added to the job) also re-runs it.
   for (const auto& input : job.inputs) {
