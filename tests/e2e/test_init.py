@@ -1,5 +1,6 @@
 """kbuild init scaffolds a project that builds, checks and passes its own tests."""
 
+import json
 import subprocess
 
 import pytest
@@ -16,10 +17,30 @@ def test_init_project_builds_and_its_tests_pass(tmp_path):
     assert (project / ".gitignore").read_text().startswith("build/")
     run_kbuild(*build_args(project))
     run_kbuild("check", project)
+    # Editors find the compile commands through the scaffold's .clangd.
+    assert "CompilationDatabase: .kbuild" in (project / ".clangd").read_text()
+    database = json.loads((project / ".kbuild" / "compile_commands.json").read_text())
+    files = {entry["file"] for entry in database}
+    assert str(project / "torch-ext" / "torch_binding.cpp") in files
+    assert all(entry["directory"] == str(project) and entry["arguments"] for entry in database)
     tests = subprocess.run([PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], cwd=project,
                            capture_output=True, text=True)
     assert tests.returncode == 0, tests.stdout + tests.stderr
     assert "passed" in tests.stdout
+
+
+def test_init_creates_a_git_repository_unless_told_not_to_and_takes_a_license(tmp_path):
+    result = run_kbuild("init", "with-git", "--license", "MIT", cwd=tmp_path)
+    assert "git repository" in result.stdout
+    staged = subprocess.run(["git", "-C", tmp_path / "with-git", "diff", "--cached", "--name-only"],
+                            capture_output=True, text=True, check=True).stdout.split()
+    assert "build.toml" in staged and ".clangd" in staged
+    assert 'license = "MIT"' in (tmp_path / "with-git" / "build.toml").read_text()
+    run_kbuild("config", tmp_path / "with-git")
+    run_kbuild("init", "no-git", "--no-git", cwd=tmp_path)
+    assert not (tmp_path / "no-git" / ".git").exists()
+    bad = run_kbuild("init", "bad-license", "--license", 'MIT"\n', cwd=tmp_path, check=False)
+    assert bad.returncode == 2 and not (tmp_path / "bad-license").exists()
 
 
 def test_init_refuses_bad_names_and_non_empty_directories(tmp_path):

@@ -6,6 +6,8 @@
 
 #include <regex>
 
+#include <nlohmann/json.hpp>
+
 #include "kbuild/build/build.hpp"
 #include "kbuild/build/kernel_source.hpp"
 #include "kbuild/build/local_variants.hpp"
@@ -120,6 +122,12 @@ TEST_F(BuildFixture, ALocalBuildInstallsTheVariantThenHasNothingToDo) {
   EXPECT_TRUE(fs.has("/k/build/torch211-cxx11-cpu-x86_64-linux/metadata.json"));
   EXPECT_TRUE(fs.has("/k/build/torch211-cxx11-cpu-x86_64-linux/__init__.py"));
   EXPECT_TRUE(fs.has("/k/build/torch211-cxx11-cpu-x86_64-linux/_relu_cpu_" + id + ".abi3.so"));
+  // A compilation database for editors, one entry per compile job.
+  auto database = nlohmann::json::parse(fs.content("/k/.kbuild/compile_commands.json"));
+  ASSERT_EQ(database.size(), 3u);  // binding, glibc_compat, relu.cpp
+  EXPECT_EQ(database[2]["file"], "/k/relu_cpu/relu.cpp");
+  EXPECT_EQ(database[2]["directory"], "/k");
+  EXPECT_EQ(database[2]["arguments"][0], "/usr/bin/g++");
 
   runner.started.clear();
   auto again = build::build(request(), services);

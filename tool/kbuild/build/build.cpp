@@ -45,6 +45,22 @@ std::string toolchains_record(const std::vector<plan::VariantBuild>& builds) {
   return record.dump(2) + "\n";
 }
 
+// A JSON compilation database (clang's format: directory, file, arguments, output) of every compile job,
+// for editors and clangd; the first variant's commands come first, so a tool that keeps one entry per
+// file sees the local build's flags.
+std::string compile_commands(const plan::JobGraph& graph, const std::filesystem::path& kernel_dir) {
+  nlohmann::ordered_json entries = nlohmann::ordered_json::array();
+  for (const auto& job : graph.jobs) {
+    if (job.kind != plan::JobKind::compile_cxx && job.kind != plan::JobKind::compile_cuda) continue;
+    if (job.inputs.empty() || job.outputs.empty()) continue;
+    entries.push_back({{"directory", kernel_dir.string()},
+                       {"file", job.inputs.front().string()},
+                       {"arguments", job.argv},
+                       {"output", job.outputs.front().string()}});
+  }
+  return entries.dump(2) + "\n";
+}
+
 // The variants of a matrix build, with their toolchains provisioned into `toolchains`. New pins are
 // written to kbuild.lock even when a later download fails, so a retry fetches the same files.
 Result<std::vector<plan::VariantBuild>> matrix_variants(const BuildRequest& request, BuildServices& services,
@@ -169,6 +185,7 @@ Result<BuildOutcome> build(const BuildRequest& request, BuildServices& services)
                 util::list_files_recursive(services.fs, kernel_dir / "torch-ext" / config.general.python_name()));
   KB_TRY_ASSIGN(plan::JobGraph graph, plan::plan_build(plan_request));
   (void)services.fs.write_file_atomic(work_dir / "toolchains-used.json", toolchains_record(variants));
+  (void)services.fs.write_file_atomic(work_dir / "compile_commands.json", compile_commands(graph, kernel_dir));
 
   KB_TRY_ASSIGN(exec::ExecSummary summary, execute(request, services, graph, work_dir));
   if (summary.interrupted)

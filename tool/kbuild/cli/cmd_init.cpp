@@ -14,6 +14,8 @@ struct InitOptions {
   std::string name;
   std::string dir;
   std::string repo_id;
+  std::string license = "Apache-2.0";
+  bool no_git = false;
 };
 
 std::string replace_all(std::string text, const std::string& from, const std::string& to) {
@@ -37,7 +39,11 @@ Result<ExitCode> run_init(const InitOptions& options, Services& services) {
   std::map<std::string, std::string> vars = {
       {"NAME", options.name},
       {"PYTHON_NAME", python_name},
-      {"REPO_ID", options.repo_id.empty() ? "your-org/" + options.name : options.repo_id}};
+      {"REPO_ID", options.repo_id.empty() ? "your-org/" + options.name : options.repo_id},
+      {"LICENSE", options.license}};
+  if (options.license.empty() || options.license.find_first_of("\"\\\n") != std::string::npos)
+    return fail("--license \"" + options.license + "\" is not an SPDX license expression",
+                "e.g. Apache-2.0, MIT, BSD-3-Clause", ExitCode::usage);
   // Assemble next to the target, then rename: an interrupted init leaves nothing half-written.
   auto staging = util::temp_sibling(target);
   std::vector<std::string> written;
@@ -45,7 +51,7 @@ Result<ExitCode> run_init(const InitOptions& options, Services& services) {
     if (!path.starts_with("init/")) continue;
     std::string rel = replace_all(path.substr(5), "__PYTHON_NAME__", python_name);
     if (rel.ends_with(".in")) rel.resize(rel.size() - 3);
-    if (rel == "gitignore") rel = ".gitignore";
+    if (rel == "gitignore" || rel == "clangd") rel = "." + rel;
     auto content = layout::render_template(path, vars);
     if (!content) return fail(content.error());
     if (auto ok = services.fs.write_file_atomic(staging / rel, *content); !ok) {
@@ -56,8 +62,18 @@ Result<ExitCode> run_init(const InitOptions& options, Services& services) {
   }
   (void)services.fs.remove_all(target);  // an empty directory, checked above
   KB_TRY(services.fs.rename(staging, target));
-  fmt::print("created {} ({} files)\n\nnext:\n  kbuild build {}\n  python -m pytest {}/tests\n", target.string(),
-             written.size(), options.dir.empty() ? options.name : options.dir,
+  // A git repository from the start: the ops id follows its tree (stable across edits and checkouts).
+  std::string git_note;
+  if (!options.no_git) {
+    auto git_init = services.launcher.run({"git", "init", "-q", target.string()});
+    auto git_add = git_init && git_init->exit_code == 0
+                       ? services.launcher.run({"git", "-C", target.string(), "add", "-A"})
+                       : git_init;
+    git_note = git_add && git_add->exit_code == 0 ? ", a git repository with the files staged"
+                                                  : " (no git repository: git is not available)";
+  }
+  fmt::print("created {} ({} files{})\n\nnext:\n  kbuild build {}\n  python -m pytest {}/tests\n", target.string(),
+             written.size(), git_note, options.dir.empty() ? options.name : options.dir,
              options.dir.empty() ? options.name : options.dir);
   return ExitCode::ok;
 }
@@ -70,6 +86,8 @@ void register_init(CLI::App& app, CommandAction& action) {
   cmd->add_option("name", options->name, "Kernel name, e.g. my-relu")->required();
   cmd->add_option("dir", options->dir, "Directory to create (default: NAME)");
   cmd->add_option("--repo-id", options->repo_id, "Hub repository for [general.hub] (default: your-org/NAME)");
+  cmd->add_option("--license", options->license, "SPDX license of the kernel (general.license)")->capture_default_str();
+  cmd->add_flag("--no-git", options->no_git, "Do not create a git repository in the new directory");
   cmd->callback([options, &action] { action = [options](Services& s) { return run_init(*options, s); }; });
 }
 
