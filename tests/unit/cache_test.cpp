@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <map>
 
 #include "kbuild/cache/compile_cache.hpp"
 #include "kbuild/cache/key.hpp"
@@ -229,4 +230,118 @@ TEST(CompileCache, VerifyRemovesWhatIsDamaged) {
   EXPECT_EQ(report->removed, 2u);
   EXPECT_FALSE(fs.has("/cache/objects/ab/abcd"));
   EXPECT_EQ(CompileCache::verify(fs, "/cache")->removed, 0u);
+}
+
+namespace {
+
+// The remote tier as data: files by path, with switches for failures; counts requests.
+struct MapRemote final : RemoteStore {
+  std::map<std::string, std::string> files;
+  bool broken = false;
+  int gets = 0, puts = 0;
+  Result<std::optional<std::string>> get(const std::string& path) override {
+    ++gets;
+    if (broken) return fail("connection refused");
+    auto it = files.find(path);
+    return it == files.end() ? std::optional<std::string>() : std::optional<std::string>(it->second);
+  }
+  Result<void> put(const std::string& path, const std::string& bytes) override {
+    ++puts;
+    if (broken) return fail("connection refused");
+    files[path] = bytes;
+    return {};
+  }
+};
+
+}  // namespace
+
+TEST(RemoteCache, AnotherMachineBuildsFromTheSharedTierWithEverythingVerified) {
+  fakes::MemFileSystem fs;
+  MapRemote remote;
+  fs.put("/a/k.cu", "kernel");
+  fs.put("/a/.kbuild/k.o", "OBJECT");
+  {  // machine A: stores locally and remotely
+    CompileCache a(fs, "/cache-a", 1 << 30, nullptr);
+    a.set_remote(&remote, true);
+    auto job = compile_job("/a", "/torch");
+    EXPECT_FALSE(a.restore(job));
+    a.store(job, {"/a/k.cu"});
+    EXPECT_EQ(a.run_counters().remote_stores, 1u);
+  }
+  ASSERT_EQ(remote.files.size(), 2u);  // the object and its manifest, under the local cache's paths
+  for (const auto& [path, bytes] : remote.files)
+    EXPECT_TRUE(path.starts_with("objects/") || path.starts_with("manifests/")) << path;
+
+  fs.put("/b/k.cu", "kernel");
+  std::vector<std::string> warnings;
+  CompileCache b(fs, "/cache-b", 1 << 30, [&](const std::string& w) { warnings.push_back(w); });
+  b.set_remote(&remote, true);
+  auto job = compile_job("/b", "/torch");
+  ASSERT_TRUE(b.restore(job));  // machine B: empty local cache, a hit from the remote
+  EXPECT_EQ(fs.content("/b/.kbuild/k.o"), "OBJECT");
+  EXPECT_EQ(b.run_counters().remote_hits, 1u);
+  int puts_before = remote.puts;
+  b.store(job, {"/b/k.cu"});  // what came from the remote is not sent back
+  EXPECT_EQ(remote.puts, puts_before);
+  EXPECT_TRUE(warnings.empty());
+
+  // A damaged remote object is a miss (and counted), never a bad output.
+  for (auto& [path, bytes] : remote.files)
+    if (path.starts_with("objects/")) bytes.back() ^= 1;
+  fs.put("/c/k.cu", "kernel");
+  CompileCache c(fs, "/cache-c", 1 << 30, nullptr);
+  c.set_remote(&remote, false);
+  EXPECT_FALSE(c.restore(compile_job("/c", "/torch")));
+  EXPECT_EQ(c.run_counters().corrupt, 1u);
+  EXPECT_FALSE(fs.has("/c/.kbuild/k.o"));
+}
+
+TEST(RemoteCache, ReadOnlyNeverWritesAndAFailureTurnsTheRemoteOffForTheRun) {
+  fakes::MemFileSystem fs;
+  MapRemote remote;
+  fs.put("/a/k.cu", "kernel");
+  fs.put("/a/.kbuild/k.o", "OBJECT");
+  CompileCache readonly(fs, "/cache-a", 1 << 30, nullptr);
+  readonly.set_remote(&remote, false);
+  auto job = compile_job("/a", "/torch");
+  readonly.store(job, {"/a/k.cu"});
+  EXPECT_EQ(remote.puts, 0);
+  EXPECT_TRUE(remote.files.empty());
+
+  remote.broken = true;
+  std::vector<std::string> warnings;
+  CompileCache cache(fs, "/cache-b", 1 << 30, [&](const std::string& w) { warnings.push_back(w); });
+  cache.set_remote(&remote, true);
+  fs.put("/b/k.cu", "kernel");
+  EXPECT_FALSE(cache.restore(compile_job("/b", "/torch")));
+  EXPECT_FALSE(cache.restore(compile_job("/b", "/torch")));
+  EXPECT_EQ(remote.gets, 1);  // asked once, then left alone for the rest of the run
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("connection refused"), std::string::npos);
+  EXPECT_EQ(cache.run_counters().remote_errors, 1u);
+}
+
+TEST(RemoteCache, SettingsFromTheEnvironment) {
+  util::MapEnvironment none{{}};
+  EXPECT_FALSE(*remote_settings(none));
+  util::MapEnvironment env{{{"KBUILD_REMOTE_CACHE", "http://cache:8080/kb/"},
+                            {"KBUILD_REMOTE_CACHE_MODE", "read-only"},
+                            {"KBUILD_REMOTE_CACHE_TOKEN", "t"},
+                            {"KBUILD_REMOTE_CACHE_TIMEOUT", "2.5"}}};
+  auto settings = remote_settings(env);
+  ASSERT_TRUE(settings && *settings);
+  EXPECT_EQ((*settings)->url, "http://cache:8080/kb");
+  EXPECT_FALSE((*settings)->writable);
+  EXPECT_EQ((*settings)->bearer_token, "t");
+  EXPECT_EQ((*settings)->timeout_seconds, 2.5);
+  for (auto [name, value] : std::vector<std::pair<std::string, std::string>>{{"KBUILD_REMOTE_CACHE", "ftp://x"},
+                                                                             {"KBUILD_REMOTE_CACHE_MODE", "rw"},
+                                                                             {"KBUILD_REMOTE_CACHE_TIMEOUT", "0"},
+                                                                             {"KBUILD_REMOTE_CACHE_USER", "u"}}) {
+    util::MapEnvironment bad{{{"KBUILD_REMOTE_CACHE", "http://cache"}}};
+    bad.values[name] = value;
+    auto parsed = remote_settings(bad);
+    ASSERT_FALSE(parsed) << name;
+    EXPECT_EQ(parsed.error().code, ExitCode::usage);
+  }
 }

@@ -93,6 +93,7 @@ Result<exec::ExecSummary> execute(const BuildRequest& request, BuildServices& se
     KB_TRY_ASSIGN(std::uint64_t cap, cache::max_cache_bytes(services.env));
     compile_cache.emplace(services.fs, util::CacheLayout::from_environment(services.env).root, cap,
                           [&](const std::string& message) { services.reporter.warning(message); });
+    if (services.remote_cache) compile_cache->set_remote(services.remote_cache, services.remote_cache_writable);
   }
   LayoutActions actions(services.fs);
   exec::ExecutorServices exec_services{services.fs,

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "kbuild/cache/remote.hpp"
 #include "kbuild/config/diagnostic.hpp"
 #include "kbuild/exec/command_runner.hpp"
 #include "kbuild/exec/executor.hpp"
@@ -37,6 +38,8 @@ struct BuildServices {
   const util::Environment& env;     ///< CUDA_HOME, CXX, KBUILD_CACHE, KBUILD_CACHE_MAX_SIZE, ...
   const util::Clock& clock;
   util::Random& random;
+  cache::RemoteStore* remote_cache = nullptr;  ///< the compile cache's shared tier, if configured
+  bool remote_cache_writable = false;
 };
 
 struct BuildRequest {

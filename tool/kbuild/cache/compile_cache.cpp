@@ -130,7 +130,7 @@ Result<bool> CompileCache::try_restore(const plan::Job& job) {
   } else {
     KB_TRY_ASSIGN(std::string source_sha, content_sha256(job.inputs.front().string()));
     std::string k1 = manifest_key(job, source_sha);
-    auto text = m_fs.read_file(manifest_path(k1));
+    auto text = read_tiered(manifest_path(k1), [](const std::string& t) { return valid_entries(t).has_value(); });
     if (!text) return false;
     auto entries = valid_entries(*text);
     if (!entries) {
@@ -158,7 +158,7 @@ Result<bool> CompileCache::try_restore(const plan::Job& job) {
     if (key.empty()) return false;
   }
   fs::path object = object_path(key);
-  auto stored = m_fs.read_file(object);
+  auto stored = read_tiered(object, [](const std::string& t) { return object_bytes(t).has_value(); });
   if (!stored) return false;
   auto bytes = object_bytes(std::move(*stored));
   if (!bytes) {
@@ -173,6 +173,48 @@ Result<bool> CompileCache::try_restore(const plan::Job& job) {
   }
   (void)m_fs.touch(object);  // least recently used goes first
   return true;
+}
+
+void CompileCache::set_remote(RemoteStore* remote, bool writable) {
+  m_remote = remote;
+  m_remote_writable = writable;
+}
+
+void CompileCache::remote_failed(const std::string& message) {
+  ++m_run.remote_errors;
+  m_remote = nullptr;  // one failure per run: a dead server costs one timeout, not one per job
+  m_warn("remote compile cache: " + message + "; building without it for the rest of this run");
+}
+
+std::optional<std::string> CompileCache::read_tiered(const fs::path& path,
+                                                     const std::function<bool(const std::string&)>& valid) {
+  if (auto local = m_fs.read_file(path)) return *local;
+  if (!m_remote) return std::nullopt;
+  std::string rel = path.lexically_relative(m_dir).generic_string();
+  auto fetched = m_remote->get(rel);
+  if (!fetched) {
+    remote_failed(fetched.error().message);
+    return std::nullopt;
+  }
+  if (!*fetched) return std::nullopt;
+  if (!valid(**fetched)) {
+    ++m_run.corrupt;  // a damaged remote entry is a miss; the next store replaces it
+    return std::nullopt;
+  }
+  if (rel.starts_with("objects/")) ++m_run.remote_hits;
+  m_remote_has.insert(path.string());
+  (void)m_fs.write_file_atomic(path, **fetched);
+  return std::move(**fetched);
+}
+
+void CompileCache::send_to_remote(const fs::path& path, const std::string& bytes) {
+  if (!m_remote || !m_remote_writable || m_remote_has.count(path.string())) return;
+  if (auto sent = m_remote->put(path.lexically_relative(m_dir).generic_string(), bytes); !sent) {
+    remote_failed(sent.error().message);
+    return;
+  }
+  m_remote_has.insert(path.string());
+  if (path.lexically_relative(m_dir).generic_string().starts_with("objects/")) ++m_run.remote_stores;
 }
 
 bool CompileCache::restore(const plan::Job& job) {
@@ -208,14 +250,19 @@ Result<void> CompileCache::try_store(const plan::Job& job, const std::vector<std
   }
   fs::path object = object_path(key);
   auto existing = m_fs.stat(object).is_file ? m_fs.read_file(object) : Result<std::string>(fail(""));
-  if (!existing || !object_bytes(std::move(*existing))) {
+  if (!existing || !object_bytes(*existing)) {
     KB_TRY_ASSIGN(std::string bytes, m_fs.read_file(job.outputs.front()));
-    KB_TRY(m_fs.write_file_atomic(object, object_header(bytes) + bytes));
+    existing = object_header(bytes) + bytes;
+    KB_TRY(m_fs.write_file_atomic(object, *existing));
   }
+  send_to_remote(object, *existing);
   if (!k1.empty()) {
     nlohmann::json previous = nlohmann::json::array();
-    if (auto text = m_fs.read_file(manifest_path(k1)))
+    std::string previous_text;
+    if (auto text = m_fs.read_file(manifest_path(k1))) {
       if (auto valid = valid_entries(*text)) previous = *valid;
+      previous_text = std::move(*text);
+    }
     nlohmann::json entries = nlohmann::json::array();
     nlohmann::json entry = {{"result", key}, {"inputs", nlohmann::json::array()}};
     std::sort(inputs.begin(), inputs.end());
@@ -223,7 +270,12 @@ Result<void> CompileCache::try_store(const plan::Job& job, const std::vector<std
     entries.push_back(entry);
     for (const auto& old : previous)
       if (old["result"] != key && entries.size() < k_manifest_entries) entries.push_back(old);
-    KB_TRY(m_fs.write_file_atomic(manifest_path(k1), nlohmann::json{{"entries", entries}}.dump() + "\n"));
+    std::string manifest = nlohmann::json{{"entries", entries}}.dump() + "\n";
+    if (manifest != previous_text) {
+      KB_TRY(m_fs.write_file_atomic(manifest_path(k1), manifest));
+      m_remote_has.erase(manifest_path(k1).string());  // changed: the remote gets the merged list
+      send_to_remote(manifest_path(k1), manifest);
+    }
   }
   ++m_run.stores;
   return {};
@@ -238,8 +290,9 @@ Result<CacheSummary> CompileCache::summarize(const util::FileSystem& fs, const f
   if (auto text = fs.read_file(util::CacheLayout{dir}.stats())) {
     try {
       auto j = nlohmann::json::parse(*text);
-      summary.counters = {j.value("hits", 0ull), j.value("misses", 0ull), j.value("stores", 0ull),
-                          j.value("errors", 0ull), j.value("corrupt", 0ull)};
+      summary.counters = {j.value("hits", 0ull),          j.value("misses", 0ull),       j.value("stores", 0ull),
+                          j.value("errors", 0ull),        j.value("corrupt", 0ull),      j.value("remote_hits", 0ull),
+                          j.value("remote_stores", 0ull), j.value("remote_errors", 0ull)};
     } catch (const std::exception&) {
     }
   }
@@ -311,7 +364,10 @@ void CompileCache::finish() {
                           {"misses", summary.counters.misses + m_run.misses},
                           {"stores", summary.counters.stores + m_run.stores},
                           {"errors", summary.counters.errors + m_run.errors},
-                          {"corrupt", summary.counters.corrupt + m_run.corrupt}};
+                          {"corrupt", summary.counters.corrupt + m_run.corrupt},
+                          {"remote_hits", summary.counters.remote_hits + m_run.remote_hits},
+                          {"remote_stores", summary.counters.remote_stores + m_run.remote_stores},
+                          {"remote_errors", summary.counters.remote_errors + m_run.remote_errors}};
   if (!m_fs.write_file_atomic(util::CacheLayout{m_dir}.stats(), stats.dump() + "\n")) return;
   if (m_run.stores > 0 && summary.bytes > m_max_bytes) (void)evict(m_fs, m_dir, m_max_bytes / 10 * 9);
 }

@@ -12,7 +12,8 @@
 //                               normalised: $K/..., $TORCH/..., $CUDA/...) with their content
 //                               hashes, and the result key; newest first, at most 16. A hit
 //                               rewrites the job's depfile from the matching entry.
-//   stats                       JSON counters {"hits", "misses", "stores", "errors", "corrupt"}
+//   stats                       JSON counters {"hits", "misses", "stores", "errors", "corrupt",
+//                               "remote_hits", "remote_stores", "remote_errors"}
 //                               summed over runs
 // Every file is written to a temporary name and renamed into place. Objects are evicted oldest
 // (by modification time, refreshed on every hit) first when their total exceeds the size cap.
@@ -27,9 +28,11 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "kbuild/cache/remote.hpp"
 #include "kbuild/exec/job_cache.hpp"
 #include "kbuild/util/fs.hpp"
 #include "kbuild/util/result.hpp"
@@ -42,7 +45,10 @@ struct CacheCounters {
   std::uint64_t misses = 0;
   std::uint64_t stores = 0;
   std::uint64_t errors = 0;
-  std::uint64_t corrupt = 0;  ///< damaged entries found (and removed)
+  std::uint64_t corrupt = 0;        ///< damaged entries found (and removed)
+  std::uint64_t remote_hits = 0;    ///< objects fetched from the remote tier (verified)
+  std::uint64_t remote_stores = 0;  ///< objects sent to the remote tier
+  std::uint64_t remote_errors = 0;  ///< remote requests that failed (each a miss, never a failed build)
 };
 
 struct CacheSummary {
@@ -55,6 +61,9 @@ class CompileCache final : public exec::JobCache {
  public:
   CompileCache(util::FileSystem& fs, std::filesystem::path dir, std::uint64_t max_bytes,
                std::function<void(const std::string&)> warn);
+  /// Adds the shared tier (cache/remote.hpp): local misses are looked up there, and with `writable`
+  /// what is stored locally is sent there too.
+  void set_remote(RemoteStore* remote, bool writable);
 
   bool restore(const plan::Job& job) override;
   void store(const plan::Job& job, const std::vector<std::string>& prerequisites) override;
@@ -84,6 +93,12 @@ class CompileCache final : public exec::JobCache {
   void warn_once(const std::string& message);
   /// Removes a damaged cache file and counts it (never an error: the job just runs).
   void discard(const std::filesystem::path& damaged);
+  /// The local file at `path` (under the cache directory), fetched from the remote tier into place
+  /// when it is missing locally and `valid` accepts what the remote sent.
+  std::optional<std::string> read_tiered(const std::filesystem::path& path,
+                                         const std::function<bool(const std::string&)>& valid);
+  void send_to_remote(const std::filesystem::path& path, const std::string& bytes);
+  void remote_failed(const std::string& message);
 
   util::FileSystem& m_fs;
   std::filesystem::path m_dir;
@@ -91,6 +106,9 @@ class CompileCache final : public exec::JobCache {
   std::function<void(const std::string&)> m_warn;
   bool m_warned = false;
   CacheCounters m_run;
+  RemoteStore* m_remote = nullptr;
+  bool m_remote_writable = false;
+  std::set<std::string> m_remote_has;  ///< paths fetched from the remote in this run (not sent back)
   struct Memo {
     std::int64_t mtime_ns;
     std::uint64_t size;

@@ -5,6 +5,8 @@
 #include "kbuild/build/build.hpp"
 #include "kbuild/cli/command.hpp"
 #include "kbuild/exec/interrupt.hpp"
+#include "kbuild/hub/curl_transport.hpp"
+#include "kbuild/hub/remote_cache.hpp"
 #include "kbuild/layout/check.hpp"
 #include "kbuild/util/strings.hpp"
 
@@ -43,6 +45,14 @@ Result<ExitCode> run_build(const BuildOptions& options, Services& services) {
   exec::SubprocessRunner runner;
   build::BuildServices build_services{services.fs,  services.launcher, runner,         reporter,
                                       services.env, services.clock,    services.random};
+  KB_TRY_ASSIGN(auto remote_settings, cache::remote_settings(services.env));
+  hub::CurlTransport transport;
+  std::optional<hub::HttpRemoteStore> remote;
+  if (remote_settings && !options.no_cache) {
+    remote.emplace(transport, *remote_settings);
+    build_services.remote_cache = &*remote;
+    build_services.remote_cache_writable = remote_settings->writable;
+  }
   build::BuildRequest request;
   if (!layout::is_known_manylinux_policy(options.manylinux))
     return fail("unknown --manylinux policy " + options.manylinux, "use manylinux_2_28 or none", ExitCode::usage);

@@ -29,6 +29,12 @@ Result<ExitCode> run_stats(Services& services) {
   fmt::print("stores            {}\n", c.stores);
   fmt::print("errors            {}\n", c.errors);
   fmt::print("damaged entries   {} (found and removed; each was a miss)\n", c.corrupt);
+  KB_TRY_ASSIGN(auto remote, cache::remote_settings(services.env));
+  fmt::print("remote            {}\n", remote ? remote->url + (remote->writable ? " (read-write)" : " (read-only)")
+                                              : "none (KBUILD_REMOTE_CACHE)");
+  fmt::print("remote hits       {} (objects fetched and verified)\n", c.remote_hits);
+  fmt::print("remote stores     {}\n", c.remote_stores);
+  fmt::print("remote errors     {} (each a miss)\n", c.remote_errors);
   return ExitCode::ok;
 }
 

@@ -1,0 +1,152 @@
+"""The compile cache's remote tier against a real HTTP cache server (nginx from Debian, with WebDAV's
+PUT, configured here): "machines" are separate kernel checkouts with separate local caches that share
+one server. docs/scale.md has the picture and the figures these runs print."""
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import build_args, copy_kernel, empty_compile_cache, run_kbuild
+
+CPU_VARIANT = "torch211-cxx11-cpu-x86_64-linux"
+CUDA_VARIANT = "torch211-cxx11-cu130-x86_64-linux"
+
+NGINX_CONF = """\
+{user}
+worker_processes 1;
+daemon off;
+pid {root}/nginx.pid;
+error_log {root}/error.log;
+events {{ worker_connections 64; }}
+http {{
+  access_log {root}/access.log;
+  client_body_temp_path {root}/body;
+  proxy_temp_path {root}/proxy;
+  fastcgi_temp_path {root}/fastcgi;
+  uwsgi_temp_path {root}/uwsgi;
+  scgi_temp_path {root}/scgi;
+  server {{
+    listen 127.0.0.1:{port};
+    location /kbuild/ {{
+      alias {root}/data/;
+      dav_methods PUT;
+      create_full_put_path on;
+      client_max_body_size 2g;
+    }}
+  }}
+}}
+"""
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def cache_server(tmp_path):
+    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    if not Path(nginx).exists():
+        pytest.fail("nginx is missing: scripts/bootstrap installs nginx-light")
+    root = tmp_path / "cache-server"
+    (root / "data").mkdir(parents=True)
+    port = free_port()
+    conf = root / "nginx.conf"
+    conf.write_text(NGINX_CONF.format(root=root, port=port, user="user root;" if os.geteuid() == 0 else ""))
+    server = subprocess.Popen([nginx, "-p", str(root), "-e", str(root / "error.log"), "-c", str(conf)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"nginx did not start: {server.stderr.read().decode()}")
+            time.sleep(0.1)
+    yield f"http://127.0.0.1:{port}/kbuild", root / "data"
+    server.terminate()
+    server.wait(timeout=20)
+
+
+def machine(tmp_path, name, url, mode="read-write"):
+    """A checkout of img2gray with its own empty local cache, pointed at the shared server."""
+    kernel = copy_kernel(tmp_path / name / "img2gray")
+    env = dict(os.environ, KBUILD_CACHE=str(empty_compile_cache(tmp_path / name / "cache")),
+               KBUILD_REMOTE_CACHE=url, KBUILD_REMOTE_CACHE_MODE=mode)
+    return kernel, env
+
+
+def stats(env):
+    text = run_kbuild("cache", "stats", env=env).stdout
+    return {key: int(value) for key, value in re.findall(r"^(remote \w+|damaged entries)\s+(\d+)", text, re.M)}
+
+
+def server_files(data):
+    return sorted(p.relative_to(data).as_posix() for p in data.rglob("*") if p.is_file())
+
+
+def test_a_second_machine_compiles_nothing_the_first_compiled(tmp_path, cache_server):
+    url, data = cache_server
+    first, first_env = machine(tmp_path, "runner-1", url)
+    started = time.monotonic()
+    cold = run_kbuild(*build_args(first), env=first_env)
+    cold_seconds = time.monotonic() - started
+    assert " 0 from cache" in cold.stdout, cold.stdout
+    stored = server_files(data)
+    assert any(p.startswith("objects/") for p in stored) and any(p.startswith("manifests/") for p in stored)
+    assert stats(first_env)["remote stores"] >= 8  # 7 objects and 2 libraries of two variants
+
+    second, second_env = machine(tmp_path, "runner-2", url)
+    started = time.monotonic()
+    warm = run_kbuild(*build_args(second), env=second_env)
+    warm_seconds = time.monotonic() - started
+    ran, cached = map(int, re.search(r"\((\d+) jobs run, (\d+) from cache\)", warm.stdout).groups())
+    # Only GEN (registration.h) and the two installs ran: every compile and link was a remote hit.
+    assert ran == 3 and cached == 9, warm.stdout
+    assert stats(second_env)["remote hits"] == cached
+    for variant in (CPU_VARIANT, CUDA_VARIANT):
+        for library in (first / "build" / variant).glob("*.so"):
+            assert (second / "build" / variant / library.name).read_bytes() == library.read_bytes()
+    print(f"\nremote cache: cold build {cold_seconds:.1f} s, second runner {warm_seconds:.1f} s "
+          f"({cold_seconds / warm_seconds:.1f}x)")
+
+
+def test_damaged_remote_entries_are_misses_and_read_only_runners_never_write(tmp_path, cache_server):
+    url, data = cache_server
+    first, first_env = machine(tmp_path, "runner-1", url)
+    run_kbuild(*build_args(first, "--backend", "cpu"), env=first_env)
+    objects = sorted(p for p in data.rglob("*") if p.is_file() and "objects" in p.parts)
+    victim = objects[0]
+    damaged = bytearray(victim.read_bytes())
+    damaged[-1] ^= 1
+    victim.write_bytes(bytes(damaged))
+    before = {p: p.read_bytes() for p in data.rglob("*") if p.is_file()}
+
+    reader, reader_env = machine(tmp_path, "untrusted", url, mode="read-only")
+    result = run_kbuild(*build_args(reader, "--backend", "cpu"), env=reader_env)
+    ran, cached = map(int, re.search(r"\((\d+) jobs run, (\d+) from cache\)", result.stdout).groups())
+    assert ran == 3 and cached == 3, result.stdout  # GEN, INSTALL and the job whose object was damaged
+    assert stats(reader_env)["damaged entries"] >= 1
+    assert {p: p.read_bytes() for p in data.rglob("*") if p.is_file()} == before  # read-only: nothing written
+    for library in (first / "build" / CPU_VARIANT).glob("*.so"):
+        assert (reader / "build" / CPU_VARIANT / library.name).read_bytes() == library.read_bytes()
+
+
+def test_an_unreachable_cache_server_is_a_warning_not_a_failure(tmp_path):
+    kernel, env = machine(tmp_path, "offline", f"http://127.0.0.1:{free_port()}/kbuild")
+    env["KBUILD_REMOTE_CACHE_TIMEOUT"] = "2"
+    result = run_kbuild(*build_args(kernel, "--backend", "cpu"), env=env)
+    assert "remote compile cache" in result.stderr and "building without it" in result.stderr, result.stderr
+    assert result.stderr.count("remote compile cache") == 1
+    assert stats(env)["remote errors"] == 1
+    bad = run_kbuild(*build_args(kernel, "--backend", "cpu"), env=dict(env, KBUILD_REMOTE_CACHE="ftp://x"),
+                     check=False)
+    assert bad.returncode == 2 and "KBUILD_REMOTE_CACHE" in bad.stderr
