@@ -108,6 +108,16 @@ for kwargs in ({"version": 1}, {"revision": "v1.0.0"}):
     assert f'get_kernel("{repo}", version=1)' in readme and "library_name: kernels" in readme
 
 
+def test_without_a_tag_the_variants_go_to_the_version_branch_only(built_kernel, hub, tmp_path):
+    repo = f"{ORG}/img2gray-branch-only"
+    outcome = json.loads(publish(built_kernel, hub, tmp_path, "--repo-id", repo, "--json").stdout)
+    assert outcome["status"] == "uploaded" and outcome["branch"] == "v1" and outcome["tag"] is None
+    state = refs(hub, tmp_path, repo)
+    assert state["branches"]["v1"] == outcome["commit"] and state["tags"] == {}
+    again = publish(built_kernel, hub, tmp_path, "--repo-id", repo)
+    assert "no changes to img2gray" in again.stdout and "tag" not in again.stdout.split("\n")[-3]
+
+
 def test_unchanged_republish_uploads_nothing(built_kernel, hub, tmp_path):
     repo = f"{ORG}/img2gray-again"
     publish(built_kernel, hub, tmp_path, "--tag", "v1.0.0", "--repo-id", repo)

@@ -145,7 +145,9 @@ Error usage_error(const CLI::ParseError& error, CLI::App& app, int argc, char** 
             suggestion.empty() ? hint : "did you mean " + suggestion + "? (" + hint + ")"};
   }
   if (message == "A subcommand is required")
-    return {ExitCode::usage, "no command given", "kbuild COMMAND ...; see `kbuild --help` for the commands"};
+    return path.empty()
+               ? Error{ExitCode::usage, "no command given", "kbuild COMMAND ...; see `kbuild --help` for the commands"}
+               : Error{ExitCode::usage, "`kbuild " + path + "` needs a subcommand", hint};
   if (!message.empty()) message[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(message[0])));
   return {ExitCode::usage, message, hint};
 }
@@ -173,7 +175,7 @@ int run(int argc, char** argv) {
   CommandAction action;
   for (Registrar registrar : {register_init, register_build, register_variants, register_check, register_clean,
                               register_toolchains, register_cache, register_config, register_publish, register_whoami,
-                              register_hub, register_lock, register_download, register_versions})
+                              register_hub, register_lock, register_download, register_versions, register_ci})
     registrar(app, action);
   one_value_per_option(app);
   if (auto error = unknown_command(app, argc, argv); error || (error = unknown_option(app, argc, argv))) {

@@ -1,4 +1,4 @@
-// kbuild publish [KERNEL_DIR] --tag vX.Y.Z: upload build/ to a kernel repository on the Hub.
+// kbuild publish [KERNEL_DIR] [--tag vX.Y.Z]: upload build/ to a kernel repository on the Hub.
 
 #include <fmt/core.h>
 
@@ -76,7 +76,7 @@ Result<ExitCode> run_publish(const PublishCliOptions& options, Services& service
     nlohmann::ordered_json j = {{"status", outcome.status},
                                 {"repo_id", outcome.repo_id},
                                 {"branch", outcome.branch},
-                                {"tag", outcome.tag},
+                                {"tag", outcome.tag.empty() ? nlohmann::json() : nlohmann::json(outcome.tag)},
                                 {"commit", outcome.commit},
                                 {"url", outcome.url},
                                 {"variants", outcome.variants},
@@ -98,8 +98,9 @@ Result<ExitCode> run_publish(const PublishCliOptions& options, Services& service
     return ExitCode::ok;
   }
   if (outcome.status == "dry_run") {
-    fmt::print("dry run: would publish {} variant(s) of {} to {} (branch {}, tag {})\n", outcome.variants.size(),
-               config.general.name, outcome.repo_id, outcome.branch, outcome.tag);
+    fmt::print("dry run: would publish {} variant(s) of {} to {} (branch {}{})\n", outcome.variants.size(),
+               config.general.name, outcome.repo_id, outcome.branch,
+               outcome.tag.empty() ? ", no tag" : ", tag " + outcome.tag);
     print_plan(outcome);
     return ExitCode::ok;
   }
@@ -107,10 +108,12 @@ Result<ExitCode> run_publish(const PublishCliOptions& options, Services& service
     fmt::print("opened a pull request: {}\n", *outcome.pull_request_url);
     return ExitCode::ok;
   }
-  fmt::print("{} {} to {} (branch {}, tag {} at {}): {} LFS object(s), {} uploaded\n{}\n",
-             outcome.status == "no_changes" ? "no changes; tagged" : "published", config.general.name, outcome.repo_id,
-             outcome.branch, outcome.tag, outcome.commit.substr(0, 12), outcome.traffic.lfs_objects_uploaded,
-             megabytes(outcome.traffic.lfs_bytes_uploaded), outcome.url);
+  fmt::print(
+      "{} {} to {} (branch {}{} at {}): {} LFS object(s), {} uploaded\n{}\n",
+      outcome.status == "no_changes" ? (outcome.tag.empty() ? "no changes to" : "no changes; tagged") : "published",
+      config.general.name, outcome.repo_id, outcome.branch, outcome.tag.empty() ? "" : ", tag " + outcome.tag,
+      outcome.commit.substr(0, 12), outcome.traffic.lfs_objects_uploaded, megabytes(outcome.traffic.lfs_bytes_uploaded),
+      outcome.url);
   return ExitCode::ok;
 }
 
@@ -122,7 +125,8 @@ void register_publish(CLI::App& app, CommandAction& action) {
       app.add_subcommand("publish", "Upload build/ to a kernel repository on the Hub (branch vN, tag vN.x.y)");
   cmd->add_option("kernel_dir", options->kernel_dir, "Kernel directory (contains build.toml and build/)")
       ->capture_default_str();
-  cmd->add_option("--tag", options->tag, "Release tag vMAJOR.MINOR.PATCH; MAJOR must be general.version")->required();
+  cmd->add_option("--tag", options->tag,
+                  "Release tag vMAJOR.MINOR.PATCH; MAJOR must be general.version (without: branch vN only)");
   cmd->add_option("--repo-id", options->repo_id, "Repository (default: [general.hub] repo-id)");
   cmd->add_option("--endpoint", options->endpoint, "Hub URL (default: $HF_ENDPOINT or https://huggingface.co)");
   cmd->add_flag("--private", options->private_repo, "Create the repository as private");

@@ -46,6 +46,7 @@ void register_whoami(CLI::App& app, CommandAction& action);
 void register_lock(CLI::App& app, CommandAction& action);
 void register_download(CLI::App& app, CommandAction& action);
 void register_versions(CLI::App& app, CommandAction& action);  ///< versions and info
+void register_ci(CLI::App& app, CommandAction& action);
 
 /// The kbuild version (util::k_kbuild_version, from CMake's project()).
 const char* version();

@@ -193,13 +193,14 @@ struct PublishTarget {
 
 Result<PublishTarget> validate(const util::FileSystem& fs, const config::KernelConfig& config,
                                const PublishOptions& options) {
-  auto major = tag_major(options.tag);
-  if (!major)
+  // Without a tag, the variants go to branch vN only (kernel-builder's upload does the same).
+  auto major = options.tag.empty() ? std::optional<std::int64_t>() : tag_major(options.tag);
+  if (!options.tag.empty() && !major)
     return fail(usage("--tag " + options.tag + " is not a release tag", "write it as vMAJOR.MINOR.PATCH, e.g. v1.0.0"));
   PublishTarget target;
   KB_TRY_ASSIGN(target.inventory, inventory_build(fs, options.kernel_dir));
   const auto version = target.inventory.version;
-  if (*major != version)
+  if (major && *major != version)
     return fail(usage("--tag " + options.tag + " does not match the kernel's version " + std::to_string(version) +
                           " (general.version in build.toml; variants go to branch v" + std::to_string(version) + ")",
                       "tag it v" + std::to_string(version) + ".x.y, or bump general.version and rebuild"));
@@ -322,7 +323,8 @@ Result<PublishOutcome> publish(HubClient& client, util::FileSystem& fs, const co
     outcome.plans = {main_plan, version_plan};
     outcome.commit = refs.branches.count(branch) ? refs.branches[branch] : "";
     bool changed = !main_plan.plan.empty() || !version_plan.plan.empty();
-    if (auto tag = refs.tags.find(options.tag); tag != refs.tags.end() && !options.force && !options.dry_run) {
+    if (auto tag = refs.tags.find(options.tag);
+        !options.tag.empty() && tag != refs.tags.end() && !options.force && !options.dry_run) {
       // Publishing the same build again under an existing tag that names it is done already (a
       // rerun after the tag's answer was lost); anything else would move a release.
       if (!changed && tag->second == outcome.commit) {
@@ -360,7 +362,7 @@ Result<PublishOutcome> publish(HubClient& client, util::FileSystem& fs, const co
     outcome.status = changed ? "uploaded" : "no_changes";
     break;
   }
-  KB_TRY(tag_release(client, repo, options.tag, outcome.commit, refs));
+  if (!options.tag.empty()) KB_TRY(tag_release(client, repo, options.tag, outcome.commit, refs));
   outcome.traffic = client.stats();
   return outcome;
 }

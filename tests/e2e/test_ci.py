@@ -1,0 +1,89 @@
+"""`kbuild ci github`: the generated workflow passes the GitHub workflow schema, and the commands its
+jobs run, played here in separate checkouts ("runners") with separate caches, build the variants,
+gather them into one checkout and publish them to `kbuild hub serve`, where `kernels` loads them."""
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import IMG2GRAY, PYTHON, empty_compile_cache, git, run_kbuild
+from test_publish import ORG, hub, hub_env  # noqa: F401 (hub is a fixture)
+
+pytestmark = pytest.mark.slow
+
+KERNEL = Path("kernels") / "img2gray"
+
+
+def repository(root):
+    """A repository with the kernel in a subdirectory, as in a monorepo."""
+    shutil.copytree(IMG2GRAY, root / KERNEL, ignore=shutil.ignore_patterns("build", ".kbuild", "__pycache__"))
+    git("init", "-q", cwd=root)
+    git("add", "-A", cwd=root)
+    git("-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "kernel", cwd=root)
+    return root
+
+
+def workflow_runs(workflow):
+    from ruamel.yaml import YAML  # comes with check-jsonschema
+    document = YAML(typ="safe").load(workflow.read_text())
+    return {name: [step.get("run", "") for step in job["steps"]] for name, job in document["jobs"].items()}, document
+
+
+def test_the_workflow_is_valid_and_its_steps_build_gather_and_publish(tmp_path, hub):  # noqa: F811
+    repo = repository(tmp_path / "repo")
+    written = run_kbuild("ci", "github", repo / KERNEL)
+    workflow = repo / ".github" / "workflows" / "kbuild-img2gray.yml"
+    assert str(workflow) in written.stdout
+    refused = run_kbuild("ci", "github", repo / KERNEL, check=False)
+    assert refused.returncode == 2 and "--force" in refused.stderr
+
+    lint = subprocess.run([str(Path(PYTHON).parent / "check-jsonschema"), "--builtin-schema", "vendor.github-workflows",
+                           str(workflow)], capture_output=True, text=True)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    runs, document = workflow_runs(workflow)
+    assert any("kbuild variants kernels/img2gray --json" in run for run in runs["variants"])
+    assert 'kbuild build kernels/img2gray --variant "${{ matrix.variant }}"' in runs["build"]
+    assert 'kbuild publish kernels/img2gray --tag "${{ github.ref_name }}"' in runs["publish"]
+    gather = [s for s in document["jobs"]["publish"]["steps"] if s.get("uses", "").startswith("actions/download")]
+    assert gather and gather[0]["with"]["path"] == "kernels/img2gray/build"
+
+    # The variants job, then one build job per variant (two of the matrix here), each on its own runner.
+    listing = json.loads(run_kbuild("variants", repo / KERNEL, "--json").stdout)
+    chosen = [v["name"] for v in listing["variants"] if v["name"] in (
+        "torch211-cxx11-cpu-x86_64-linux", "torch211-cxx11-cu130-x86_64-linux")]
+    assert len(chosen) == 2, listing
+    artifacts = tmp_path / "artifacts"
+    for index, variant in enumerate(chosen):
+        runner = tmp_path / f"runner-{index}"
+        git("clone", "-q", str(repo), str(runner), cwd=tmp_path)
+        env = dict(os.environ, KBUILD_CACHE=str(empty_compile_cache(tmp_path / f"cache-{index}")))
+        run_kbuild("build", runner / KERNEL, "--variant", variant, env=env)
+        run_kbuild("check", runner / KERNEL, env=env)
+        shutil.copytree(runner / KERNEL / "build" / variant, artifacts / variant)  # upload-artifact
+
+    # The publish job: a fresh checkout, the artifacts downloaded into build/, checked, published.
+    publisher = tmp_path / "publisher"
+    git("clone", "-q", str(repo), str(publisher), cwd=tmp_path)
+    shutil.copytree(artifacts, publisher / KERNEL / "build")
+    run_kbuild("check", publisher / KERNEL)
+    repo_id = f"{ORG}/img2gray-ci"
+    outcome = json.loads(run_kbuild("publish", publisher / KERNEL, "--tag", "v1.0.0", "--repo-id", repo_id, "--json",
+                                    env=hub_env(hub, tmp_path)).stdout)
+    assert outcome["tag"] == "v1.0.0"
+    script = r"""
+import sys, torch
+from kernels import get_kernel
+from torchvision.transforms.functional import rgb_to_grayscale
+image = torch.randint(0, 256, (1, 3, 9, 7), dtype=torch.uint8)
+kernel = get_kernel(sys.argv[1], version=1)
+assert torch.equal(kernel.img2gray(image), rgb_to_grayscale(image))
+print(kernel.__file__)
+"""
+    loaded = subprocess.run([PYTHON, "-c", script, repo_id], env=hub_env(hub, tmp_path), capture_output=True,
+                            text=True)
+    assert loaded.returncode == 0, loaded.stdout + loaded.stderr
+    assert "torch211-cxx11-cu130-x86_64-linux" in loaded.stdout

@@ -1,0 +1,40 @@
+#include "kbuild/build/ci_workflow.hpp"
+
+#include "kbuild/layout/templates.hpp"
+#include "kbuild/util/strings.hpp"
+
+namespace kbuild::build {
+
+Result<CiWorkflow> render_github_workflow(const config::KernelConfig& config, const std::filesystem::path& repo_root,
+                                          const std::string& kernel_rel) {
+  // The path is written into shell commands and YAML scalars unquoted: only plain characters.
+  bool plain = !kernel_rel.empty() &&
+               kernel_rel.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/") ==
+                   std::string::npos;
+  if (!plain)
+    return fail("the kernel's path in its repository, \"" + kernel_rel + "\", is not plain enough for a workflow",
+                "use letters, digits, '.', '_', '-' and '/' in directory names", ExitCode::usage);
+  std::string repo_id = config.general.hub_repo_id.value_or("");
+  KB_TRY_ASSIGN(std::string text,
+                layout::render_template("ci/github.yml.in",
+                                        {{"NAME", config.general.name},
+                                         {"KERNEL_DIR", kernel_rel},
+                                         {"REPO_ID", repo_id.empty() ? "the kernel's repository" : repo_id}}));
+  return CiWorkflow{repo_root / ".github" / "workflows" / ("kbuild-" + config.general.name + ".yml"), text};
+}
+
+Result<CiWorkflow> github_workflow(util::ProcessLauncher& launcher, const util::FileSystem& fs,
+                                   const config::KernelConfig& config, const std::filesystem::path& kernel_dir) {
+  std::filesystem::path dir = fs.real_path(kernel_dir).value_or(kernel_dir);
+  std::filesystem::path root = dir;
+  auto toplevel = launcher.run({"git", "-C", dir.string(), "rev-parse", "--show-toplevel"});
+  if (toplevel && toplevel->exit_code == 0) root = std::string(util::trim(toplevel->out));
+  std::string rel = dir.lexically_normal().lexically_relative(root.lexically_normal()).generic_string();
+  if (rel.empty() || rel.starts_with("..")) {
+    root = dir;
+    rel = ".";
+  }
+  return render_github_workflow(config, root, rel);
+}
+
+}  // namespace kbuild::build

@@ -1,0 +1,31 @@
+#pragma once
+// `kbuild ci github`: a GitHub Actions workflow (templates/ci/github.yml.in) that fans a kernel's
+// matrix out to one build job per variant, shares the remote compile cache, and on a tag gathers
+// the artifacts and publishes them (docs/scale.md).
+
+#include <filesystem>
+#include <string>
+
+#include "kbuild/config/model.hpp"
+#include "kbuild/util/fs.hpp"
+#include "kbuild/util/process.hpp"
+#include "kbuild/util/result.hpp"
+
+namespace kbuild::build {
+
+struct CiWorkflow {
+  std::filesystem::path path;  ///< <repository root>/.github/workflows/kbuild-<name>.yml
+  std::string text;
+};
+
+/// The workflow for the kernel in `kernel_dir`: the repository root is the git top level of the
+/// kernel directory (the kernel directory itself outside git), and the workflow names the kernel
+/// by its path relative to that root ("." for a kernel at the root).
+Result<CiWorkflow> github_workflow(util::ProcessLauncher& launcher, const util::FileSystem& fs,
+                                   const config::KernelConfig& config, const std::filesystem::path& kernel_dir);
+
+/// The same, pure: for a kernel at `kernel_rel` (relative, "." for the root) of `repo_root`.
+Result<CiWorkflow> render_github_workflow(const config::KernelConfig& config, const std::filesystem::path& repo_root,
+                                          const std::string& kernel_rel);
+
+}  // namespace kbuild::build
