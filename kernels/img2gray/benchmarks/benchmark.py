@@ -125,6 +125,9 @@ def run_gpu(args):
         impls = [
             ("img2gray", lambda: kernel.img2gray_out(image, out)),
             ("img2gray (alloc)", lambda: kernel.img2gray(image)),
+            # The op called directly: through the Python autograd kernel that register_autograd
+            # installs, which the public img2gray skips when no gradient can flow.
+            ("op via autograd", lambda: kernel.ops.img2gray(image)),
             ("torchvision eager", lambda: rgb_to_grayscale(image)),
             ("torchvision compile", lambda: compiled(image)),
             ("copy (ceiling)", lambda: dst.copy_(src)),
