@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PYTHON, ROOT, run_kbuild
+from conftest import PYTHON, ROOT, copy_kernel, run_kbuild
 
 CORPUS = sorted((ROOT / "tests" / "data" / "build_toml").glob("*/*.toml"))
 
@@ -59,3 +59,18 @@ def test_build_toml_that_is_not_a_small_regular_file_is_refused_at_once(tmp_path
     zero = run_kbuild("build", kernel, "--python", PYTHON, check=False, timeout=20)
     assert zero.returncode == 2 and "not a regular file" in zero.stderr, zero.stderr
     assert not (kernel / ".kbuild").exists()  # exit 2 wrote nothing
+
+
+def test_update_build_brings_a_v4_file_to_edition_5_in_place_keeping_comments(tmp_path):
+    kernel = copy_kernel(tmp_path / "img2gray", init_git=False)
+    toml = kernel / "build.toml"
+    v4 = toml.read_text().replace("edition = 5\n", "")
+    toml.write_text(v4)
+    assert "edition-less (v4)" in run_kbuild("config", kernel).stderr
+    dry = run_kbuild("update-build", kernel, "--dry-run")
+    assert "edition = 5" in dry.stdout and toml.read_text() == v4  # nothing written
+    run_kbuild("update-build", kernel)
+    text = toml.read_text()
+    assert text.replace("edition = 5\n", "") == v4 and text.startswith("# img2gray:")
+    assert "edition-less" not in run_kbuild("config", kernel).stderr
+    assert "nothing to do" in run_kbuild("update-build", kernel).stdout

@@ -2,9 +2,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "kbuild/config/build_toml.hpp"
+#include "kbuild/config/update_build.hpp"
 #include "support/mem_fs.hpp"
 
 using namespace kbuild;
@@ -219,4 +221,34 @@ TEST(BuildToml, OnlyASmallRegularFileIsRead) {
   ASSERT_TRUE(fs.make_dirs("/k/build.toml"));
   auto dir = load_kernel_config(fs, "/k");
   EXPECT_NE(format_diagnostics(dir.diagnostics).find("not a regular file"), std::string::npos);
+}
+
+TEST(UpdateBuild, AddsTheEditionKeepingEverythingElseAndIsIdempotent) {
+  const std::string dir = std::string(KBUILD_TEST_DATA) + "/build_toml/";
+  auto read = [](const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  std::string v4 = "# my kernel\n" + read(dir + "valid/v4_editionless.toml");
+  auto updated = kbuild::config::update_build_toml(v4, "build.toml");
+  ASSERT_TRUE(updated && *updated) << (updated ? "" : updated.error().message);
+  std::string text = **updated;
+  // Every original line is kept, in order; one line is added, after the [general] header.
+  std::string without = text;
+  without.erase(without.find("edition = 5\n"), std::string("edition = 5\n").size());
+  EXPECT_EQ(without, v4);
+  EXPECT_LT(text.find("[general]"), text.find("edition = 5"));
+  auto parsed = kbuild::config::parse_build_toml(text, "build.toml");
+  ASSERT_TRUE(parsed.config);
+  EXPECT_EQ(parsed.edition, 5);
+  auto again = kbuild::config::update_build_toml(text, "build.toml");
+  ASSERT_TRUE(again);
+  EXPECT_FALSE(*again);  // edition 5 already
+
+  auto v3 = kbuild::config::update_build_toml(read(dir + "invalid/v3.toml"), "build.toml");
+  ASSERT_FALSE(v3);
+  EXPECT_NE(v3.error().message.find("v3 format"), std::string::npos);
+  auto broken = kbuild::config::update_build_toml("[general]\nname = 1\n", "build.toml");
+  ASSERT_FALSE(broken);
+  EXPECT_EQ(broken.error().code, kbuild::ExitCode::usage);
 }

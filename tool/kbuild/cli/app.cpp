@@ -173,9 +173,10 @@ int run(int argc, char** argv) {
       "Exit codes: 0 success, 1 build or check failed, 2 invalid usage or input, 3 toolchain "
       "problem, 4 network/Hub error, 130 interrupted.\nDocumentation: docs/cli.md");
   CommandAction action;
-  for (Registrar registrar : {register_init, register_build, register_variants, register_check, register_clean,
-                              register_toolchains, register_cache, register_config, register_publish, register_whoami,
-                              register_hub, register_lock, register_download, register_versions, register_ci})
+  for (Registrar registrar :
+       {register_init, register_build, register_variants, register_check, register_clean, register_toolchains,
+        register_cache, register_config, register_publish, register_whoami, register_hub, register_lock,
+        register_download, register_versions, register_ci, register_update_build})
     registrar(app, action);
   one_value_per_option(app);
   if (auto error = unknown_command(app, argc, argv); error || (error = unknown_option(app, argc, argv))) {

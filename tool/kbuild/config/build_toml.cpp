@@ -179,6 +179,7 @@ void Parser::finish(KernelConfig config, bool edition5, const toml::table* gener
   bool only_v3 = any_error && std::all_of(m_diagnostics.begin(), m_diagnostics.end(), [](const TaggedDiagnostic& d) {
                    return d.diagnostic.severity != Severity::error || d.v3_tolerable;
                  });
+  m_outcome.edition = edition5 ? 5 : only_v3 ? 3 : 4;
   if (!edition5 && only_v3) {
     m_outcome.diagnostics.push_back(
         {Severity::error,

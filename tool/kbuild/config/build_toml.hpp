@@ -23,6 +23,9 @@ struct ParseOutcome {
   /// every problem at once. Not for building.
   std::optional<KernelConfig> partial;
   std::vector<Diagnostic> diagnostics;
+  /// The schema the file was read as: 5 (edition = 5), 4 (no edition, upgraded in memory), 3 (the
+  /// old format, refused).
+  int edition = 5;
   /// Location of every value that names a file, keyed "kernel.<name>.src[i]", "torch.src[i]", ...
   std::vector<std::pair<std::string, SourceLocation>> path_locations;
 };
