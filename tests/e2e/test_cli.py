@@ -72,3 +72,22 @@ def test_repeatable_options_take_one_value_each():
     # The kernel directory after a repeatable option is the positional argument, not another value.
     result = run_kbuild("variants", "--variant", names[0], "--variant", names[1], IMG2GRAY, "--json", cwd="/")
     assert [v["name"] for v in json.loads(result.stdout)["variants"]] == names
+
+
+def complete_in_bash(words):
+    script = (f'source <("{KBUILD}" completions bash); COMP_WORDS=({words}); '
+              'COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _kbuild; echo "${COMPREPLY[*]}"')
+    return subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True).stdout.split()
+
+
+def test_shell_completions_follow_the_command_tree():
+    assert complete_in_bash("kbuild bu") == ["build"]
+    assert complete_in_bash("kbuild build --jo") == ["--jobs"]
+    assert complete_in_bash("kbuild hub s") == ["serve"]
+    assert complete_in_bash("kbuild build somedir --python /usr/bin/python3 --manyl") == ["--manylinux"]
+    assert "update-build" in complete_in_bash("kbuild up")
+    fish = run_kbuild("completions", "fish").stdout
+    assert "complete -c kbuild -n '__fish_seen_subcommand_from build' -l jobs" in fish
+    zsh = run_kbuild("completions", "zsh").stdout
+    assert "bashcompinit" in zsh and "complete -o filenames -F _kbuild kbuild" in zsh
+    assert run_kbuild("completions", "tcsh", check=False).returncode == 2

@@ -176,7 +176,7 @@ int run(int argc, char** argv) {
   for (Registrar registrar :
        {register_init, register_build, register_variants, register_check, register_clean, register_toolchains,
         register_cache, register_config, register_publish, register_whoami, register_hub, register_lock,
-        register_download, register_versions, register_ci, register_update_build})
+        register_download, register_versions, register_ci, register_update_build, register_completions})
     registrar(app, action);
   one_value_per_option(app);
   if (auto error = unknown_command(app, argc, argv); error || (error = unknown_option(app, argc, argv))) {

@@ -48,6 +48,7 @@ void register_download(CLI::App& app, CommandAction& action);
 void register_versions(CLI::App& app, CommandAction& action);  ///< versions and info
 void register_ci(CLI::App& app, CommandAction& action);
 void register_update_build(CLI::App& app, CommandAction& action);
+void register_completions(CLI::App& app, CommandAction& action);
 
 /// The kbuild version (util::k_kbuild_version, from CMake's project()).
 const char* version();
