@@ -118,6 +118,14 @@ def test_without_a_tag_the_variants_go_to_the_version_branch_only(built_kernel, 
     assert "no changes to img2gray" in again.stdout and "tag" not in again.stdout.split("\n")[-3]
 
 
+def test_a_dry_run_against_an_unreachable_hub_is_a_network_error_not_a_guessed_plan(built_kernel, tmp_path):
+    env = dict(os.environ, HF_ENDPOINT="http://127.0.0.1:9", HF_TOKEN=TOKEN, HF_HOME=str(tmp_path / "hf"))
+    result = run_kbuild("publish", built_kernel, "--tag", "v1.0.0", "--repo-id", f"{ORG}/x", "--dry-run", env=env,
+                        check=False)
+    assert result.returncode == 4, result.stdout + result.stderr
+    assert "cannot reach" in result.stderr and "would publish" not in result.stdout
+
+
 def test_unchanged_republish_uploads_nothing(built_kernel, hub, tmp_path):
     repo = f"{ORG}/img2gray-again"
     publish(built_kernel, hub, tmp_path, "--tag", "v1.0.0", "--repo-id", repo)

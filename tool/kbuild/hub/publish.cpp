@@ -270,7 +270,14 @@ Result<RepositoryState> prepare_repository(HubClient& client, const PublishTarge
                                            const PublishOptions& options) {
   RepositoryState state;
   if (options.dry_run) {
-    if (auto existing = client.list_refs(target.repo)) state.refs = *existing;
+    // Only "no such repository" makes the plan one for a new repository; a Hub that cannot be
+    // reached (or refuses the token) is an error, not a guessed plan.
+    auto existing = client.list_refs(target.repo);
+    if (existing) {
+      state.refs = *existing;
+    } else if (existing.error().kind != ErrorKind::http || existing.error().http_status != 404) {
+      return fail(existing.error());
+    }
     state.branch_existed = state.refs.branches.count(target.branch) > 0;
     return state;
   }
