@@ -212,21 +212,64 @@ def test_variants_lists_what_build_builds_and_always_answers_json(tmp_path):
                           "deps_cpu/deps.cpp")
     toml = kernel / "build.toml"
     toml.write_text(toml.read_text().replace('backends = ["cpu"]', 'backends = ["cpu", "cuda"]') +
-                    '\n[kernel.deps_cuda]\nbackend = "cuda"\ndepends = ["torch", "cutlass_3_6"]\n'
+                    '\n[kernel.deps_cuda]\nbackend = "cuda"\ndepends = ["torch", "cutlass_4_0"]\n'
                     'src = ["deps_cuda/deps.cu"]\n')
     (kernel / "deps_cuda").mkdir()
     (kernel / "deps_cuda" / "deps.cu").write_text("// needs CUTLASS\n")
     listing = json.loads(run_kbuild("variants", kernel, "--json").stdout)
     names = [v["name"] for v in listing["variants"]]
     assert names and all("-cpu-" in name for name in names), names
-    assert any("cutlass_3_6" in reason and "-cu13" in reason for reason in listing["left_out"]), listing
+    assert any("cutlass_4_0" in reason and "-cu13" in reason for reason in listing["left_out"]), listing
     # The local build's variants for this interpreter, with the same refusals.
     local = json.loads(run_kbuild("variants", kernel, "--json", "--python", PYTHON).stdout)
     assert [v["name"] for v in local["variants"]] == [CPU_VARIANT], local
-    assert any("cutlass_3_6" in reason for reason in local["left_out"]), local
+    assert any("cutlass_4_0" in reason for reason in local["left_out"]), local
     # Torch bounds that exclude the whole matrix: an empty list with the reasons, still JSON, exit 0.
     toml.write_text(toml.read_text().replace("[torch]\n", '[torch]\nminver = "9.0"\n'))
     empty = run_kbuild("variants", kernel, "--json")
     parsed = json.loads(empty.stdout)
     assert parsed["variants"] == [] and parsed["left_out"], parsed
     assert "variants of deps" in run_kbuild("variants", kernel).stdout
+
+
+# A component that depends on CUTLASS (kernel-builder's `cutlass_3_6`): kbuild fetches NVIDIA's
+# nvidia-cutlass wheel, pins it in kbuild.lock and puts its headers on the component's include path.
+CUTLASS_CU = """\
+#include <cutlass/numeric_types.h>
+#include <cutlass/version.h>
+
+#include <cstdint>
+
+__global__ void scale(cutlass::half_t* data, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) data[i] = data[i] * cutlass::half_t(2.0f);
+}
+
+void launch_scale(void* data, int n) { scale<<<(n + 255) / 256, 256>>>(static_cast<cutlass::half_t*>(data), n); }
+
+int64_t probe() {
+  void (*volatile keep)(void*, int) = &launch_scale;  // linked, not run: this machine may have no GPU
+  return keep != nullptr ? CUTLASS_MAJOR * 10 + CUTLASS_MINOR : 0;
+}
+"""
+
+
+def test_a_cutlass_dependency_is_fetched_pinned_and_on_the_include_path(tmp_path):
+    kernel = write_kernel(tmp_path / "cut", "cut", "cuda", CUTLASS_CU, "cut_cuda/cut.cu", depends='["cutlass_3_6"]')
+    listing = json.loads(run_kbuild("variants", kernel, "--json", "--python", PYTHON).stdout)
+    assert [v["name"] for v in listing["variants"]] == [CUDA_VARIANT], listing
+    run_kbuild(*build_args(kernel, "--backend", "cuda", "--unique-id", "t1"))
+    lock = json.loads((kernel / "kbuild.lock").read_text())
+    pinned = lock["toolchains"]["cutlass-3.6"][0]
+    assert pinned["package"] == "nvidia-cutlass" and pinned["version"].startswith("3.6.")
+    assert len(pinned["sha256"]) == 64
+    run_kbuild("check", kernel)
+    assert load_and_probe(kernel / "build" / CUDA_VARIANT, "cuda") == "36"
+    database = json.loads((kernel / ".kbuild" / "compile_commands.json").read_text())
+    cu = next(entry for entry in database if entry["file"].endswith("cut.cu"))
+    assert any(arg.startswith("-I") and arg.endswith("cutlass_library/source/include") for arg in cu["arguments"])
+    # A CUTLASS version that NVIDIA does not publish on PyPI: kbuild's clear refusal.
+    toml = kernel / "build.toml"
+    toml.write_text(toml.read_text().replace("cutlass_3_6", "cutlass_4_0"))
+    refused = run_kbuild(*build_args(kernel, "--backend", "cuda"), check=False)
+    assert refused.returncode == 2 and "cutlass_4_0" in refused.stderr and "cutlass_3_6" in refused.stderr

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include "kbuild/toolchain/lock.hpp"
 #include "kbuild/toolchain/probe.hpp"
+#include "kbuild/toolchain/provision.hpp"
 #include "support/fakes.hpp"
 
 using namespace kbuild;
@@ -84,4 +86,24 @@ TEST(Toolchain, IdentityCoversCompilerVersions) {
   EXPECT_NE(a.identity(), b.identity());
   EXPECT_EQ(cxx_standard_for(util::Version({2, 11})), "c++17");
   EXPECT_EQ(cxx_standard_for(util::Version({2, 12})), "c++20");
+}
+
+TEST(HeaderLibraries, CutlassDependenciesMapToThePyPIReleases) {
+  using kbuild::toolchain::provided_dependency;
+  for (auto [dependency, version] : std::vector<std::pair<std::string, std::string>>{
+           {"cutlass_3_5", "3.5"}, {"cutlass_3_6", "3.6"}, {"cutlass_3_8", "3.8"}}) {
+    auto provided = provided_dependency(dependency);
+    ASSERT_TRUE(provided) << dependency;
+    EXPECT_EQ(provided->first, "cutlass");
+    EXPECT_EQ(provided->second.major_minor(), version);
+  }
+  for (const char* missing : {"cutlass_2_10", "cutlass_3_9", "cutlass_4_0", "cutlass_4_5", "torch", "sycl_tla"})
+    EXPECT_FALSE(provided_dependency(missing)) << missing;
+  auto lock = kbuild::toolchain::LockFile::parse(
+      R"({"version": 1, "python-tag": "cp312", "toolchains": {"cutlass-3.6": [{"package": "nvidia-cutlass", )"
+      R"("version": "3.6.0.0", "file": "nvidia_cutlass-3.6.0.0-py3-none-any.whl", "sha256": ")" +
+          std::string(64, 'a') + R"("}]}})",
+      "kbuild.lock");
+  ASSERT_TRUE(lock) << lock.error().message;
+  EXPECT_TRUE(lock->find("cutlass-3.6"));
 }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <deque>
+#include <set>
 
 #include "kbuild/build/actions.hpp"
 #include "kbuild/build/kernel_source.hpp"
@@ -82,6 +83,46 @@ Result<std::vector<plan::VariantBuild>> matrix_variants(const BuildRequest& requ
     services.reporter.info("kbuild: pinned new toolchains in " + session.lock_path.string());
   }
   return provisioned;
+}
+
+// The header libraries (CUTLASS) that the components of `variants` depend on, fetched and pinned in
+// kbuild.lock like the toolchains (a local build opens the lock for them too).
+Result<std::map<std::string, toolchain::HeaderLibrary>> provide_dependencies(
+    const BuildRequest& request, BuildServices& services, const config::KernelConfig& config,
+    const std::vector<plan::VariantBuild>& variants, std::optional<MatrixSession>& session,
+    const toolchain::Toolchain& local) {
+  std::set<std::string> needed;
+  for (const auto& build : variants)
+    for (const auto* component : config.components_for(build.variant.backend))
+      for (const auto& dep : component->depends)
+        if (dep != "torch" && toolchain::provided_dependency(dep)) needed.insert(dep);
+  std::map<std::string, toolchain::HeaderLibrary> libraries;
+  if (needed.empty()) return libraries;
+  const auto lock_path = request.kernel_dir / "kbuild.lock";
+  toolchain::LockFile local_lock;
+  if (!session && services.fs.stat(lock_path).exists) {
+    KB_TRY_ASSIGN(std::string text, util::read_input_file(services.fs, lock_path, 16u << 20));
+    KB_TRY_ASSIGN(local_lock, toolchain::LockFile::parse(text, lock_path.string()));
+  }
+  toolchain::LockFile& lock = session ? session->lock : local_lock;
+  toolchain::ProvisionOptions provision;
+  provision.cache = util::CacheLayout::from_environment(services.env);
+  provision.python = request.python;
+  provision.locked = request.locked;
+  provision.progress = request.download_progress;
+  provision.host_cxx = local.cxx.cxx.string();
+  toolchain::Provisioner provisioner(services.launcher, services.fs, provision, lock,
+                                     [&](const std::string& line) { services.reporter.info("kbuild: " + line); });
+  for (const auto& dep : needed) {
+    KB_TRY_ASSIGN(libraries[dep], provisioner.header_library(dep));
+  }
+  if (provisioner.lock_changed()) {
+    KB_TRY(services.fs.write_file_atomic(lock_path, lock.serialize()));
+    services.reporter.info("kbuild: pinned " +
+                           util::join(std::vector<std::string>(needed.begin(), needed.end()), ", ") + " in " +
+                           lock_path.string());
+  }
+  return libraries;
 }
 
 Result<exec::ExecSummary> execute(const BuildRequest& request, BuildServices& services, const plan::JobGraph& graph,
@@ -181,6 +222,8 @@ Result<BuildOutcome> build(const BuildRequest& request, BuildServices& services)
   plan_request.variants = variants;
   plan_request.nvcc_threads = static_cast<int>(std::max<size_t>(1, request.jobs));
   plan_request.manylinux = request.manylinux;
+  KB_TRY_ASSIGN(plan_request.header_libraries,
+                provide_dependencies(request, services, config, variants, session, local));
   plan_request.gate_libraries = request.gate_libraries;
   KB_TRY_ASSIGN(plan_request.package_files,
                 util::list_files_recursive(services.fs, kernel_dir / "torch-ext" / config.general.python_name()));

@@ -110,7 +110,10 @@ Result<void> pin_matrix_toolchains(const std::vector<plan::MatrixEntry>& entries
   for (const auto& version : cuda) KB_TRY(provisioner.artifacts("cuda", *util::Version::parse(version)));
   for (auto it = lock.toolchains.begin(); it != lock.toolchains.end();) {
     std::string version = it->first.substr(it->first.find('-') + 1);
-    bool used = it->first.starts_with("torch-") ? torch.count(version) : cuda.count(version);
+    // Header libraries (cutlass-X.Y) are pinned by the builds that need them; kept here.
+    bool used = it->first.starts_with("torch-")  ? torch.count(version) > 0
+                : it->first.starts_with("cuda-") ? cuda.count(version) > 0
+                                                 : true;
     it = used ? std::next(it) : lock.toolchains.erase(it);
   }
   return {};

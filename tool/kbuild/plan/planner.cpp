@@ -6,6 +6,7 @@
 #include "kbuild/layout/install.hpp"
 #include "kbuild/layout/templates.hpp"
 #include "kbuild/plan/cuda_archs.hpp"
+#include "kbuild/toolchain/provision.hpp"
 #include "kbuild/util/hash.hpp"
 #include "kbuild/util/strings.hpp"
 
@@ -41,7 +42,7 @@ std::vector<const config::KernelComponent*> enabled_components(const config::Ker
 std::optional<std::string> unsupported_dependency(const std::vector<const config::KernelComponent*>& components) {
   for (const auto* component : components)
     for (const auto& dep : component->depends)
-      if (dep != "torch")
+      if (dep != "torch" && !toolchain::provided_dependency(dep))
         return "kernel." + component->name + " depends on \"" + dep + "\", which kbuild cannot provide yet";
   return std::nullopt;
 }
@@ -83,6 +84,8 @@ VariantFlags variant_flags(const PlanRequest& request, const Variant& variant, c
                        "-ffile-prefix-map=" + tc.torch.root.string() + "=/torch",
                        "-ffile-prefix-map=" + tc.python.include_dir.string() + "=/python"};
   if (tc.cuda) flags.prefix_maps.push_back("-ffile-prefix-map=" + tc.cuda->root.string() + "=/cuda");
+  for (const auto& [dependency, library] : request.header_libraries)
+    flags.prefix_maps.push_back("-ffile-prefix-map=" + library.root.string() + "=/" + dependency);
   return flags;
 }
 
@@ -116,8 +119,9 @@ struct Unit {
   std::vector<std::string> cxx_flags;
   std::vector<std::string> cuda_flags;
   std::vector<std::string> archs;
-  bool binding = false;     ///< [torch].src and generated sources: see registration.h
-  bool uses_torch = false;  ///< binding sources, and components that depend on "torch"
+  std::vector<std::string> library_includes;  ///< of header libraries the component depends on (CUTLASS)
+  bool binding = false;                       ///< [torch].src and generated sources: see registration.h
+  bool uses_torch = false;                    ///< binding sources, and components that depend on "torch"
 };
 
 // The install job of a variant (compiled or noarch), after `deps` (the link, for compiled ones).
@@ -157,6 +161,8 @@ class CompiledVariantPlanner {
                {"$TORCH", m_tc.torch.root},
                {"$PY", m_tc.python.include_dir}};
     if (m_tc.cuda) m_roots.push_back({"$CUDA", m_tc.cuda->root});
+    for (const auto& [dependency, library] : request.header_libraries)
+      m_roots.push_back({"$" + dependency, library.root});
   }
 
   Result<void> plan(JobGraph& graph) {
@@ -179,13 +185,14 @@ class CompiledVariantPlanner {
   Result<std::vector<Unit>> collect_units() const {
     auto components = enabled_components(m_config, m_variant.backend, &m_tc);
     if (auto reason = unsupported_dependency(components))
-      return fail(*reason, "only the \"torch\" dependency is supported; see docs/build-toml.md", ExitCode::usage);
+      return fail(*reason, "kbuild provides torch and cutlass_3_5, cutlass_3_6, cutlass_3_8; see docs/build-toml.md",
+                  ExitCode::usage);
     std::vector<Unit> units;
     for (const auto& src : m_config.torch.src)
       if (compile_kind(src))
-        units.push_back({src, m_config.torch.include, m_config.torch.cxx_flags, {}, {}, true, true});
+        units.push_back({src, m_config.torch.include, m_config.torch.cxx_flags, {}, {}, {}, true, true});
     // See templates/torch/glibc_compat.cpp: keeps the library loadable on glibc 2.28.
-    units.push_back({(m_generated / "glibc_compat.cpp").string(), {}, {}, {}, {}, true, false});
+    units.push_back({(m_generated / "glibc_compat.cpp").string(), {}, {}, {}, {}, {}, true, false});
     for (const auto* component : components) {
       std::vector<std::string> archs;
       if (m_variant.backend == config::Backend::cuda) {
@@ -197,10 +204,18 @@ class CompiledVariantPlanner {
       }
       bool uses_torch =
           std::find(component->depends.begin(), component->depends.end(), "torch") != component->depends.end();
+      std::vector<std::string> library_includes;
+      for (const auto& dep : component->depends) {
+        if (dep == "torch") continue;
+        auto library = m_request.header_libraries.find(dep);
+        if (library == m_request.header_libraries.end())
+          return fail("internal error: dependency " + dep + " of kernel." + component->name + " was not provided");
+        for (const auto& dir : library->second.include_dirs) library_includes.push_back(dir.string());
+      }
       for (const auto& src : component->src)
         if (compile_kind(src))
-          units.push_back(
-              {src, component->include, component->cxx_flags, component->cuda_flags, archs, false, uses_torch});
+          units.push_back({src, component->include, component->cxx_flags, component->cuda_flags, archs,
+                           library_includes, false, uses_torch});
     }
     return units;
   }
@@ -214,6 +229,7 @@ class CompiledVariantPlanner {
   void add_includes(const Unit& unit, std::vector<std::string>& argv) const {
     argv.insert(argv.end(), m_flags.defines.begin(), m_flags.defines.end());
     for (const auto& inc : unit.includes) argv.push_back("-I" + (m_request.kernel_dir / inc).string());
+    for (const auto& inc : unit.library_includes) argv.push_back("-I" + inc);
     if (unit.binding) argv.push_back("-I" + m_generated.string());
     for (const auto& dir : m_flags.system_includes) {
       argv.push_back("-isystem");

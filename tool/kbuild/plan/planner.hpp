@@ -11,6 +11,7 @@
 // A noarch variant (torch-<backend>) only has INSTALL.
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,6 +46,8 @@ struct PlanRequest {
   std::optional<layout::GitProvenance> kernel_git;
   /// The policy every linked library must meet before it is installed ("none": symbol versions unchecked).
   std::string manylinux = "manylinux_2_28";
+  /// The header libraries of build.toml dependencies (CUTLASS), by dependency name, provisioned.
+  std::map<std::string, toolchain::HeaderLibrary> header_libraries;
   /// Off only where the compiler is a fake that produces no ELF (unit tests of the build use case).
   bool gate_libraries = true;
 };

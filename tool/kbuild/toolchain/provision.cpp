@@ -38,6 +38,21 @@ std::optional<std::string> torch_wheel_entry(const std::string& name) {
   return std::nullopt;
 }
 
+std::optional<std::pair<std::string, util::Version>> provided_dependency(const std::string& dependency) {
+  for (const char* version : {"3_5", "3_6", "3_8"})
+    if (dependency == std::string("cutlass_") + version)
+      return std::pair{std::string("cutlass"), *util::Version::parse(std::string(1, version[0]) + "." + version[2])};
+  return std::nullopt;
+}
+
+// The headers of nvidia-cutlass: CUTLASS/CuTe and the tools/util headers kernels include.
+std::optional<std::string> cutlass_wheel_entry(const std::string& name) {
+  if (name.starts_with("cutlass_library/source/include/") ||
+      name.starts_with("cutlass_library/source/tools/util/include/"))
+    return name;
+  return std::nullopt;
+}
+
 std::optional<std::string> cuda_wheel_entry(const std::string& name) {
   static const std::string k_prefix = "nvidia/cu13/";
   if (!name.starts_with(k_prefix)) return std::nullopt;
@@ -158,6 +173,9 @@ Result<std::vector<LockedArtifact>> Provisioner::artifacts(const std::string& co
   if (component == "torch") {
     KB_TRY_ASSIGN(auto artifact, resolve("torch", spec, true));
     artifacts.push_back(artifact);
+  } else if (component == "cutlass") {
+    KB_TRY_ASSIGN(auto artifact, resolve("nvidia-cutlass", spec, false));
+    artifacts.push_back(artifact);
   } else {
     if (major_minor.major() < 13)
       return fail(toolchain_error(
@@ -235,6 +253,37 @@ Result<TorchInstall> Provisioner::torch(const util::Version& major_minor) {
   KB_TRY_ASSIGN(TorchInstall install, read_torch_install(m_fs, root / "torch"));
   install.origin = "wheel:" + wheel.file;
   return install;
+}
+
+Result<HeaderLibrary> Provisioner::header_library(const std::string& dependency) {
+  auto provided = provided_dependency(dependency);
+  if (!provided) return fail(toolchain_error("kbuild cannot provide the dependency \"" + dependency + "\""));
+  KB_TRY_ASSIGN(auto artifacts, this->artifacts(provided->first, provided->second));
+  const LockedArtifact& wheel = artifacts.front();
+  fs::path root =
+      m_options.cache.toolchains() / (provided->first + "-" + wheel.version + "-" + wheel.sha256.substr(0, 12));
+  if (!toolchain_complete(m_fs, root)) {
+    KB_TRY_ASSIGN(fs::path file, fetch(wheel));
+    m_progress("extracting " + wheel.file + " (headers)");
+    fs::path staging = util::temp_sibling(root);
+    (void)m_fs.remove_all(staging);
+    auto stats = extract_zip(file, staging, cutlass_wheel_entry);
+    if (!stats || !m_fs.stat(staging / "cutlass_library/source/include/cutlass/cutlass.h").is_file) {
+      (void)m_fs.remove_all(staging);
+      return stats ? fail(toolchain_error(wheel.file + " has no cutlass/cutlass.h; is it NVIDIA's CUTLASS wheel?"))
+                   : fail(stats.error());
+    }
+    KB_TRY(m_fs.write_file_atomic(staging / ".complete", wheel.file + " " + wheel.sha256 + "\n"));
+    (void)m_fs.remove_all(root);
+    KB_TRY(m_fs.rename(staging, root));
+  }
+  HeaderLibrary library;
+  library.dependency = dependency;
+  library.version = wheel.version;
+  library.root = root;
+  library.include_dirs = {root / "cutlass_library/source/include", root / "cutlass_library/source/tools/util/include"};
+  library.origin = "wheel:" + wheel.file;
+  return library;
 }
 
 Result<void> Provisioner::verify_toolkit(const CudaToolkit& cuda) {

@@ -56,6 +56,10 @@ class Provisioner {
   /// `system` is the toolkit found locally, if any.
   Result<CudaToolkit> cuda(const util::Version& major_minor, const std::optional<CudaToolkit>& system);
 
+  /// The headers of a build.toml dependency kbuild provides (provided_dependency): CUTLASS from
+  /// NVIDIA's nvidia-cutlass wheel, pinned in kbuild.lock like the toolchains.
+  Result<HeaderLibrary> header_library(const std::string& dependency);
+
   /// Whether artifacts() added anything to the lock.
   bool lock_changed() const { return m_lock_changed; }
 
@@ -71,6 +75,12 @@ class Provisioner {
   ProgressSink m_progress;
   bool m_lock_changed = false;
 };
+
+/// For a build.toml `depends` name kbuild can provide: the toolchain component and its version
+/// ("cutlass_3_6" -> {"cutlass", 3.6}: nvidia-cutlass 3.6.x from PyPI); nullopt otherwise. PyPI has
+/// CUTLASS 3.5, 3.6 and 3.8 (kernel-builder pins 3.5.1, 3.6.0, 3.8.0: the same releases); its other
+/// CUTLASS versions are not published there.
+std::optional<std::pair<std::string, util::Version>> provided_dependency(const std::string& dependency);
 
 /// The directory of an unpacked Torch wheel in the cache: toolchains/torch-<version>-<sha12>.
 std::filesystem::path torch_toolchain_dir(const util::CacheLayout& cache, const LockedArtifact& wheel);

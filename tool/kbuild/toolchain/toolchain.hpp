@@ -31,6 +31,15 @@ struct TorchInstall {
   fs::path lib_dir() const { return root / "lib"; }
 };
 
+/// A header-only library a kernel's component depends on (build.toml `depends`, e.g. CUTLASS).
+struct HeaderLibrary {
+  std::string dependency;              ///< the build.toml name, e.g. "cutlass_3_6"
+  std::string version;                 ///< e.g. "3.6.0.0"
+  fs::path root;                       ///< the unpacked files (mapped to /<dependency> in objects)
+  std::vector<fs::path> include_dirs;  ///< given to the component's compiles with -I, in order
+  std::string origin;                  ///< "wheel:<file>"
+};
+
 struct CudaToolkit {
   util::Version version;  ///< nvcc's release, e.g. 13.0.88
   fs::path root;          ///< contains bin/nvcc
