@@ -6,7 +6,7 @@ import json
 import subprocess
 import textwrap
 
-from conftest import PYTHON, run_kbuild, build_args
+from conftest import PYTHON, build_args, run_kbuild
 
 CPU_VARIANT = "torch211-cxx11-cpu-x86_64-linux"
 CUDA_VARIANT = "torch211-cxx11-cu130-x86_64-linux"
@@ -72,6 +72,23 @@ print(kernel.probe())
     return result.stdout.strip().splitlines()[-1]
 
 
+def official_abi_check(variant_dir):
+    """What PyPI's kernel-abi-check (the checker kernel-builder runs after every build) says of each
+    library of a variant: manylinux_2_28 and Python abi3 (3.9) violations, as text."""
+    code = """
+import sys
+from pathlib import Path
+from kernel_abi_check import ObjectFile
+for library in sorted(Path(sys.argv[1]).glob("*.so")):
+    found = ObjectFile(library).check_manylinux("manylinux_2_28") + ObjectFile(library).check_python_abi("3.9")
+    for problem in found:
+        print(library.name, repr(problem))
+"""
+    result = subprocess.run([PYTHON, "-c", code, str(variant_dir)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
 # Device lambdas and host constexpr functions called from device code need nvcc's
 # --expt-extended-lambda and --expt-relaxed-constexpr, which kernel-builder inherits from Torch's
 # CMake package; ENABLE_FP8 is kernel-builder's own define.
@@ -107,6 +124,7 @@ def test_device_lambdas_and_relaxed_constexpr_build_as_with_kernel_builder(tmp_p
     variant = kernel / "build" / CUDA_VARIANT
     assert (variant / "_lambdas_cuda_t1.abi3.so").is_file()
     run_kbuild("check", kernel)
+    assert official_abi_check(variant) == ""
     assert load_and_probe(variant, "cuda") == "7"  # the op runs on the CPU (CompositeExplicitAutograd)
 
 
@@ -141,6 +159,13 @@ def test_a_library_needing_a_newer_libstdcxx_is_refused_naming_symbol_and_source
     assert load_and_probe(kernel / "build" / CPU_VARIANT, "cpu") == "3"  # "0.1"
     check = run_kbuild("check", kernel, check=False)
     assert check.returncode == 1 and "GLIBCXX_3.4.29" in check.stdout + check.stderr
+    # The official checker agrees with the gate about this library.
+    assert "GLIBCXX" in official_abi_check(kernel / "build" / CPU_VARIANT)
+
+
+def test_the_reference_kernels_libraries_pass_the_official_abi_checker(built_kernel):
+    for variant in (CPU_VARIANT, CUDA_VARIANT):
+        assert official_abi_check(built_kernel / "build" / variant) == "", variant
 
 
 def test_an_unknown_manylinux_policy_is_a_usage_error(tmp_path):
@@ -264,6 +289,7 @@ def test_a_cutlass_dependency_is_fetched_pinned_and_on_the_include_path(tmp_path
     assert pinned["package"] == "nvidia-cutlass" and pinned["version"].startswith("3.6.")
     assert len(pinned["sha256"]) == 64
     run_kbuild("check", kernel)
+    assert official_abi_check(kernel / "build" / CUDA_VARIANT) == ""
     assert load_and_probe(kernel / "build" / CUDA_VARIANT, "cuda") == "36"
     database = json.loads((kernel / ".kbuild" / "compile_commands.json").read_text())
     cu = next(entry for entry in database if entry["file"].endswith("cut.cu"))
