@@ -113,6 +113,14 @@ print(torch._C._dispatch_has_kernel_for_dispatch_key(k.__name__ + "::img2gray", 
     assert out.strip() == "False"
 
 
+def test_json_output_is_the_summary_alone(built_kernel):
+    result = run_kbuild(*build_args(built_kernel, "--json"))
+    outcome = json.loads(result.stdout)  # nothing else on stdout: no progress lines
+    assert outcome["up_to_date"] is True and outcome["jobs_run"] == 0
+    assert sorted(outcome["variants"]) == sorted([CPU_VARIANT, CUDA_VARIANT])
+    assert outcome["output"] == str(built_kernel / "build")
+
+
 def test_no_op_rebuild_does_nothing(built_kernel):
     before = {p: p.stat().st_mtime_ns for p in (built_kernel / "build").rglob("*")}
     result = run_kbuild(*build_args(built_kernel))

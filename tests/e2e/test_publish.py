@@ -116,6 +116,8 @@ def test_without_a_tag_the_variants_go_to_the_version_branch_only(built_kernel, 
     assert state["branches"]["v1"] == outcome["commit"] and state["tags"] == {}
     again = publish(built_kernel, hub, tmp_path, "--repo-id", repo)
     assert "no changes to img2gray" in again.stdout and "tag" not in again.stdout.split("\n")[-3]
+    quiet = publish(built_kernel, hub, tmp_path, "--repo-id", repo, "-q")
+    assert quiet.stderr == "" and len(quiet.stdout.strip().splitlines()) == 2, quiet  # the result and the URL
 
 
 def test_a_dry_run_against_an_unreachable_hub_is_a_network_error_not_a_guessed_plan(built_kernel, tmp_path):

@@ -2,6 +2,8 @@
 
 #include <fmt/core.h>
 
+#include <nlohmann/json.hpp>
+
 #include "kbuild/build/build.hpp"
 #include "kbuild/cli/command.hpp"
 #include "kbuild/exec/interrupt.hpp"
@@ -19,6 +21,7 @@ struct BuildOptions {
   size_t jobs = 0;
   bool verbose = false;
   bool quiet = false;
+  bool json = false;
   bool keep_going = false;
   bool explain = false;
   std::string python;
@@ -40,8 +43,11 @@ struct BuildOptions {
 
 Result<ExitCode> run_build(const BuildOptions& options, Services& services) {
   exec::install_interrupt_handlers();
-  const bool terminal = is_smart_terminal(stdout, services.env) && !options.quiet;
-  exec::TerminalReporter reporter({options.verbose, options.quiet, options.explain, terminal, stdout});
+  // --json: stdout carries the JSON summary only; progress is left out (as with -q).
+  const bool quiet = options.quiet || options.json;
+  const bool terminal = is_smart_terminal(stdout, services.env) && !quiet;
+  exec::TerminalReporter reporter(
+      {options.verbose && !options.json, quiet, options.explain && !options.json, terminal, stdout});
   exec::SubprocessRunner runner;
   build::BuildServices build_services{services.fs,  services.launcher, runner,         reporter,
                                       services.env, services.clock,    services.random};
@@ -74,8 +80,16 @@ Result<ExitCode> run_build(const BuildOptions& options, Services& services) {
   request.builder_version = builder_id();
   request.diagnostics = print_diagnostics;
   KB_TRY_ASSIGN(build::BuildOutcome outcome, build::build(request, build_services));
-  // Through the reporter, which first ends a live progress line: the summary gets a line of its own.
   const auto& summary = outcome.summary;
+  if (options.json) {
+    nlohmann::ordered_json j = {
+        {"variants", outcome.variants},     {"up_to_date", summary.stale == 0},
+        {"seconds", outcome.seconds},       {"jobs_run", summary.ran},
+        {"from_cache", summary.cache_hits}, {"output", (request.kernel_dir / "build").string()}};
+    fmt::print("{}\n", j.dump(2));
+    return ExitCode::ok;
+  }
+  // Through the reporter, which first ends a live progress line: the summary gets a line of its own.
   if (summary.stale == 0)
     reporter.info(fmt::format("kbuild: no work to do ({} up to date)", util::join(outcome.variants, ", ")));
   else
@@ -93,6 +107,8 @@ void register_build(CLI::App& app, CommandAction& action) {
   cmd->add_option("-j,--jobs", options->jobs, "Parallel jobs (default: number of CPUs)");
   cmd->add_flag("-v,--verbose", options->verbose, "Print every command");
   cmd->add_flag("-q,--quiet", options->quiet, "Print only warnings and errors");
+  cmd->add_flag("--json", options->json,
+                "Print the outcome as JSON on stdout (variants, up_to_date, seconds, jobs_run, from_cache, output)");
   cmd->add_flag("-k,--keep-going", options->keep_going, "Keep building what does not depend on a failed job");
   cmd->add_flag("--explain", options->explain, "Say why each job is rebuilt");
   cmd->add_option("--python", options->python, "Python interpreter whose torch is used (default: python3 on PATH)");

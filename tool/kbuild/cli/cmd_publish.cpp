@@ -10,6 +10,7 @@
 #include "kbuild/cli/command.hpp"
 #include "kbuild/cli/hub_session.hpp"
 #include "kbuild/hub/publish.hpp"
+#include "kbuild/util/log.hpp"
 
 namespace kbuild::cli {
 
@@ -26,6 +27,7 @@ struct PublishCliOptions {
   bool force = false;
   bool json = false;
   bool verbose = false;
+  bool quiet = false;
 };
 
 std::string megabytes(std::uint64_t bytes) { return fmt::format("{:.1f} MB", bytes / 1e6); }
@@ -41,6 +43,8 @@ void print_plan(const hub::PublishOutcome& outcome) {
 
 Result<ExitCode> run_publish(const PublishCliOptions& options, Services& services) {
   auto kernel_dir = absolute_dir(options.kernel_dir);
+  if (options.quiet && options.verbose) return fail("-q and -v contradict each other", "choose one", ExitCode::usage);
+  if (options.quiet) util::log::set_level(util::log::Level::warn);  // no retry notices either
   KB_TRY_ASSIGN(config::KernelConfig config, build::load_kernel(services.fs, kernel_dir, print_diagnostics));
   HubSession hub = open_hub(services.fs, services.env, options.endpoint, options.verbose);
 
@@ -54,23 +58,33 @@ Result<ExitCode> run_publish(const PublishCliOptions& options, Services& service
   publish.force = options.force;
   publish.has_token = hub.token.has_value();
 
-  const bool terminal = is_smart_terminal(stderr, services.env) && !options.json;
+  const bool terminal = is_smart_terminal(stderr, services.env) && !options.json && !options.quiet;
   auto start = services.clock.now();
   hub::PublishHooks hooks;
+  // One live progress line for all uploads, ended once (before any other line and at the end).
+  bool progress_drawn = false;
+  auto end_progress = [&progress_drawn] {
+    if (progress_drawn) fmt::print(stderr, "\n");
+    progress_drawn = false;
+  };
   hooks.info = [&](const std::string& line) {
-    if (!options.json) fmt::print(stderr, "kbuild: {}\n", line);
+    if (options.json || options.quiet) return;
+    end_progress();
+    fmt::print(stderr, "kbuild: {}\n", line);
   };
   if (terminal) {
-    hooks.upload_progress = [start, &services](std::uint64_t done, std::uint64_t total) {
+    hooks.upload_progress = [start, &services, &progress_drawn](std::uint64_t done, std::uint64_t total) {
       double seconds = services.clock.seconds_since(start);
       double rate = seconds > 0 ? done / seconds : 0;
       double eta = rate > 0 ? (total - done) / rate : 0;
       fmt::print(stderr, "\r  uploading {} / {}  {:.1f} MB/s  ETA {:.0f} s\x1b[K", megabytes(done), megabytes(total),
                  rate / 1e6, eta);
-      if (done >= total) fmt::print(stderr, "\n");
+      progress_drawn = true;
     };
   }
-  KB_TRY_ASSIGN(auto outcome, hub::publish(*hub.client, services.fs, config, publish, hooks));
+  auto published = hub::publish(*hub.client, services.fs, config, publish, hooks);
+  end_progress();
+  KB_TRY_ASSIGN(auto outcome, std::move(published));
 
   if (options.json) {
     nlohmann::ordered_json j = {{"status", outcome.status},
@@ -136,6 +150,7 @@ void register_publish(CLI::App& app, CommandAction& action) {
   cmd->add_flag("--force", options->force, "Move an existing tag");
   cmd->add_flag("--json", options->json, "Print the outcome as JSON");
   cmd->add_flag("-v,--verbose", options->verbose, "Print every request (the token is never printed)");
+  cmd->add_flag("-q,--quiet", options->quiet, "Print only the result line, warnings and errors (no progress)");
   cmd->callback([options, &action] { action = [options](Services& s) { return run_publish(*options, s); }; });
 }
 
