@@ -64,17 +64,23 @@ std::string compile_commands(const plan::JobGraph& graph, const std::filesystem:
 
 // The variants of a matrix build, with their toolchains provisioned into `toolchains`. New pins are
 // written to kbuild.lock even when a later download fails, so a retry fetches the same files.
-Result<std::vector<plan::VariantBuild>> matrix_variants(const BuildRequest& request, BuildServices& services,
-                                                        MatrixSession& session, const toolchain::Toolchain& local,
-                                                        std::deque<toolchain::Toolchain>& toolchains) {
-  KB_TRY_ASSIGN(auto user_cuda, parse_cuda_toolkits(request.cuda_toolkits));
+toolchain::ProvisionOptions provision_options(const BuildRequest& request, BuildServices& services,
+                                              const toolchain::Toolchain& local) {
   toolchain::ProvisionOptions provision;
   provision.cache = util::CacheLayout::from_environment(services.env);
   provision.python = request.python;
   provision.locked = request.locked;
   provision.progress = request.download_progress;
-  provision.user_cuda = user_cuda;
   provision.host_cxx = local.cxx.cxx.string();
+  return provision;
+}
+
+Result<std::vector<plan::VariantBuild>> matrix_variants(const BuildRequest& request, BuildServices& services,
+                                                        MatrixSession& session, const toolchain::Toolchain& local,
+                                                        std::deque<toolchain::Toolchain>& toolchains) {
+  KB_TRY_ASSIGN(auto user_cuda, parse_cuda_toolkits(request.cuda_toolkits));
+  toolchain::ProvisionOptions provision = provision_options(request, services, local);
+  provision.user_cuda = user_cuda;
   toolchain::Provisioner provisioner(services.launcher, services.fs, provision, session.lock,
                                      [&](const std::string& line) { services.reporter.info("kbuild: " + line); });
   auto provisioned = provision_variants(session.selected, provisioner, local, toolchains);
@@ -105,13 +111,7 @@ Result<std::map<std::string, toolchain::HeaderLibrary>> provide_dependencies(
     KB_TRY_ASSIGN(local_lock, toolchain::LockFile::parse(text, lock_path.string()));
   }
   toolchain::LockFile& lock = session ? session->lock : local_lock;
-  toolchain::ProvisionOptions provision;
-  provision.cache = util::CacheLayout::from_environment(services.env);
-  provision.python = request.python;
-  provision.locked = request.locked;
-  provision.progress = request.download_progress;
-  provision.host_cxx = local.cxx.cxx.string();
-  toolchain::Provisioner provisioner(services.launcher, services.fs, provision, lock,
+  toolchain::Provisioner provisioner(services.launcher, services.fs, provision_options(request, services, local), lock,
                                      [&](const std::string& line) { services.reporter.info("kbuild: " + line); });
   for (const auto& dep : needed) {
     KB_TRY_ASSIGN(libraries[dep], provisioner.header_library(dep));

@@ -47,21 +47,16 @@ bool is_source_entry(const util::DirEntry& entry, bool top_level) {
   return !entry.name.ends_with(".pyc");
 }
 
-Result<void> hash_sources(const util::FileSystem& fs, const std::filesystem::path& dir, const std::string& prefix,
-                          util::Hasher& hasher) {
+Result<void> collect_sources(const util::FileSystem& fs, const std::filesystem::path& dir, const std::string& prefix,
+                             std::vector<std::string>& out) {
   KB_TRY_ASSIGN(auto entries, fs.list_dir(dir));
-  std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
   for (const auto& entry : entries) {
     if (!is_source_entry(entry, prefix.empty())) continue;
     std::string rel = prefix.empty() ? entry.name : prefix + "/" + entry.name;
     if (entry.is_dir) {
-      KB_TRY(hash_sources(fs, dir / entry.name, rel, hasher));
+      KB_TRY(collect_sources(fs, dir / entry.name, rel, out));
     } else if (entry.is_file) {
-      hasher.update(rel).update(std::string_view("\0", 1));
-      if (rel == "build.toml") {
-        KB_TRY_ASSIGN(std::string digest, util::sha256_file_raw(fs, dir / entry.name));
-        hasher.update(digest);
-      }
+      out.push_back(std::move(rel));
     }
   }
   return {};
@@ -69,10 +64,25 @@ Result<void> hash_sources(const util::FileSystem& fs, const std::filesystem::pat
 
 }  // namespace
 
+Result<std::vector<std::string>> kernel_source_files(const util::FileSystem& fs,
+                                                     const std::filesystem::path& kernel_dir) {
+  std::vector<std::string> files;
+  KB_TRY(collect_sources(fs, kernel_dir, "", files));
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
 Result<std::string> source_content_id(const util::FileSystem& fs, const std::filesystem::path& kernel_dir) {
   util::Hasher hasher;
   hasher.update("kbuild-source-id-v1\n");
-  KB_TRY(hash_sources(fs, kernel_dir, "", hasher));
+  KB_TRY_ASSIGN(std::vector<std::string> files, kernel_source_files(fs, kernel_dir));
+  for (const auto& rel : files) {
+    hasher.update(rel).update(std::string_view("\0", 1));
+    if (rel == "build.toml") {
+      KB_TRY_ASSIGN(std::string digest, util::sha256_file_raw(fs, kernel_dir / rel));
+      hasher.update(digest);
+    }
+  }
   return "src" + hasher.finish_hex().substr(0, 8);
 }
 

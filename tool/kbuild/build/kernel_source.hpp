@@ -24,8 +24,13 @@ Result<void> require_kernel_dir(const util::FileSystem& fs, const std::filesyste
 Result<config::KernelConfig> load_kernel(const util::FileSystem& fs, const std::filesystem::path& kernel_dir,
                                          const config::DiagnosticSink& sink);
 
+/// The kernel directory's files, relative and sorted by path, leaving out build/, dot-entries,
+/// __pycache__ and *.pyc: what the source id and the registration-prefix check read.
+Result<std::vector<std::string>> kernel_source_files(const util::FileSystem& fs,
+                                                     const std::filesystem::path& kernel_dir);
+
 /// "src" + 8 hex digits of SHA-256 over build.toml's content and the relative paths of the kernel
-/// directory's files (in name order; build/, dot-entries, __pycache__ and *.pyc left out). Contents
+/// directory's files (kernel_source_files, sorted by path). Contents
 /// other than build.toml do not count: every translation unit sees the id (TORCH_EXTENSION_NAME), and
 /// an edited source must recompile only itself.
 Result<std::string> source_content_id(const util::FileSystem& fs, const std::filesystem::path& kernel_dir);

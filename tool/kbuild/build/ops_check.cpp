@@ -2,36 +2,16 @@
 
 #include <algorithm>
 
+#include "kbuild/build/kernel_source.hpp"
 #include "kbuild/layout/templates.hpp"
 #include "kbuild/util/hash.hpp"
 #include "kbuild/util/strings.hpp"
 
 namespace kbuild::build {
 
-namespace {
-
-Result<void> collect(const util::FileSystem& fs, const std::filesystem::path& dir, const std::string& prefix,
-                     std::vector<std::string>& out) {
-  KB_TRY_ASSIGN(auto entries, fs.list_dir(dir));
-  for (const auto& entry : entries) {
-    if (entry.name.empty() || entry.name[0] == '.' || entry.name == "__pycache__") continue;
-    if (prefix.empty() && entry.name == "build") continue;
-    std::string rel = prefix.empty() ? entry.name : prefix + "/" + entry.name;
-    if (entry.is_dir) {
-      KB_TRY(collect(fs, dir / entry.name, rel, out));
-    } else if (entry.is_file && entry.name.ends_with(".py")) {
-      out.push_back(std::move(rel));
-    }
-  }
-  return {};
-}
-
-}  // namespace
-
 Result<std::vector<std::string>> python_sources(const util::FileSystem& fs, const std::filesystem::path& kernel_dir) {
-  std::vector<std::string> files;
-  KB_TRY(collect(fs, kernel_dir, "", files));
-  std::sort(files.begin(), files.end());
+  KB_TRY_ASSIGN(std::vector<std::string> files, kernel_source_files(fs, kernel_dir));
+  std::erase_if(files, [](const std::string& rel) { return !rel.ends_with(".py"); });
   return files;
 }
 

@@ -60,9 +60,8 @@ Result<std::string> list_matrix(const VariantsOptions& options, const config::Ke
 }
 
 // The variants a local build with this interpreter's Torch and the system toolkit would make.
-Result<std::string> list_local(const VariantsOptions& options, const config::KernelConfig& config,
-                               const std::filesystem::path& kernel_dir, Services& services, Json& list,
-                               std::vector<std::string>& left_out) {
+Result<std::string> list_local(const VariantsOptions& options, const config::KernelConfig& config, Services& services,
+                               Json& list, std::vector<std::string>& left_out) {
   toolchain::ProbeOptions probe;
   probe.python = *options.python;
   probe.cuda_home = services.env.get("CUDA_HOME");
@@ -79,7 +78,6 @@ Result<std::string> list_local(const VariantsOptions& options, const config::Ker
     if (build.variant.backend == config::Backend::cuda && local.cuda) cuda = local.cuda->version;
     list.push_back(variant_json(build.variant, local.torch.version, cuda, true));
   }
-  (void)kernel_dir;
   return "local (" + *options.python + ", torch " + local.torch.version_string + ")";
 }
 
@@ -93,7 +91,7 @@ Result<ExitCode> run_variants(const VariantsOptions& options, Services& services
   Json list = Json::array();
   std::vector<std::string> left_out;
   KB_TRY_ASSIGN(std::string origin, options.python
-                                        ? list_local(options, config, kernel_dir, services, list, left_out)
+                                        ? list_local(options, config, services, list, left_out)
                                         : list_matrix(options, config, kernel_dir, services, list, left_out));
   if (options.json) {
     fmt::print(

@@ -232,24 +232,30 @@ Result<fs::path> Provisioner::fetch(const LockedArtifact& artifact) {
   return destination;
 }
 
+Result<void> Provisioner::unpack_wheel(const LockedArtifact& wheel, const fs::path& root,
+                                       const std::function<std::optional<std::string>(const std::string&)>& select,
+                                       const std::string& what, const std::string& required) {
+  if (toolchain_complete(m_fs, root)) return {};
+  KB_TRY_ASSIGN(fs::path file, fetch(wheel));
+  m_progress("extracting " + wheel.file + " (" + what + ")");
+  fs::path staging = util::temp_sibling(root);
+  (void)m_fs.remove_all(staging);
+  auto stats = extract_zip(file, staging, select);
+  if (!stats || !m_fs.stat(staging / required).is_file) {
+    (void)m_fs.remove_all(staging);
+    return stats ? fail(toolchain_error(wheel.file + " has no " + required + "; is it the right wheel?"))
+                 : fail(stats.error());
+  }
+  KB_TRY(m_fs.write_file_atomic(staging / ".complete", wheel.file + " " + wheel.sha256 + "\n"));
+  (void)m_fs.remove_all(root);
+  return m_fs.rename(staging, root);
+}
+
 Result<TorchInstall> Provisioner::torch(const util::Version& major_minor) {
   KB_TRY_ASSIGN(auto artifacts, this->artifacts("torch", major_minor));
   const LockedArtifact& wheel = artifacts.front();
   fs::path root = torch_toolchain_dir(m_options.cache, wheel);
-  if (!toolchain_complete(m_fs, root)) {
-    KB_TRY_ASSIGN(fs::path file, fetch(wheel));
-    m_progress("extracting " + wheel.file + " (headers and link libraries)");
-    fs::path staging = util::temp_sibling(root);
-    (void)m_fs.remove_all(staging);
-    auto stats = extract_zip(file, staging, torch_wheel_entry);
-    if (!stats) {
-      (void)m_fs.remove_all(staging);
-      return fail(stats.error());
-    }
-    KB_TRY(m_fs.write_file_atomic(staging / ".complete", wheel.file + " " + wheel.sha256 + "\n"));
-    (void)m_fs.remove_all(root);
-    KB_TRY(m_fs.rename(staging, root));
-  }
+  KB_TRY(unpack_wheel(wheel, root, torch_wheel_entry, "headers and link libraries", "torch/version.py"));
   KB_TRY_ASSIGN(TorchInstall install, read_torch_install(m_fs, root / "torch"));
   install.origin = "wheel:" + wheel.file;
   return install;
@@ -262,21 +268,7 @@ Result<HeaderLibrary> Provisioner::header_library(const std::string& dependency)
   const LockedArtifact& wheel = artifacts.front();
   fs::path root =
       m_options.cache.toolchains() / (provided->first + "-" + wheel.version + "-" + wheel.sha256.substr(0, 12));
-  if (!toolchain_complete(m_fs, root)) {
-    KB_TRY_ASSIGN(fs::path file, fetch(wheel));
-    m_progress("extracting " + wheel.file + " (headers)");
-    fs::path staging = util::temp_sibling(root);
-    (void)m_fs.remove_all(staging);
-    auto stats = extract_zip(file, staging, cutlass_wheel_entry);
-    if (!stats || !m_fs.stat(staging / "cutlass_library/source/include/cutlass/cutlass.h").is_file) {
-      (void)m_fs.remove_all(staging);
-      return stats ? fail(toolchain_error(wheel.file + " has no cutlass/cutlass.h; is it NVIDIA's CUTLASS wheel?"))
-                   : fail(stats.error());
-    }
-    KB_TRY(m_fs.write_file_atomic(staging / ".complete", wheel.file + " " + wheel.sha256 + "\n"));
-    (void)m_fs.remove_all(root);
-    KB_TRY(m_fs.rename(staging, root));
-  }
+  KB_TRY(unpack_wheel(wheel, root, cutlass_wheel_entry, "headers", "cutlass_library/source/include/cutlass/cutlass.h"));
   HeaderLibrary library;
   library.dependency = dependency;
   library.version = wheel.version;

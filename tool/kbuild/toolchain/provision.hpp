@@ -66,6 +66,11 @@ class Provisioner {
  private:
   Result<LockedArtifact> resolve(const std::string& package, const std::string& spec, bool torch_wheel);
   Result<void> verify_toolkit(const CudaToolkit& cuda);
+  /// Unpacks the entries of `wheel` that `select` keeps into `root` (staged, then renamed into place
+  /// with a .complete marker), unless that was done already; `required` must be among them.
+  Result<void> unpack_wheel(const LockedArtifact& wheel, const std::filesystem::path& root,
+                            const std::function<std::optional<std::string>(const std::string&)>& select,
+                            const std::string& what, const std::string& required);
   std::vector<std::string> platform_args(bool torch_wheel) const;
 
   util::ProcessLauncher& m_launcher;
