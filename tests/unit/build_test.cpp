@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <regex>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -14,6 +15,7 @@
 #include "kbuild/build/ops_check.hpp"
 #include "kbuild/exec/interrupt.hpp"
 #include "kbuild/exec/reporter.hpp"
+#include "kbuild/toolchain/lock.hpp"
 #include "kbuild/util/strings.hpp"
 #include "support/fakes.hpp"
 
@@ -96,6 +98,13 @@ struct BuildFixture : ::testing::Test {
     return r;
   }
 
+  // Copies the kernel's sources and settings (not build/ nor .kbuild/) from /k to `to`.
+  void copy_kernel_to(const std::string& to) {
+    for (const char* file : {"/build.toml", "/kbuild.toml", "/kbuild.lock", "/torch-ext/torch_binding.cpp",
+                             "/torch-ext/relu/__init__.py", "/relu_cpu/relu.cpp", "/relu_cuda/relu.cu"})
+      if (fs.has(std::string("/k") + file)) fs.put(to + file, fs.content(std::string("/k") + file));
+  }
+
   // The ids of the commands the runner started.
   std::vector<std::string> started_outputs() const {
     std::vector<std::string> out;
@@ -155,9 +164,7 @@ TEST_F(BuildFixture, AnEditedSourceRebuildsOnlyWhatDependsOnIt) {
 TEST_F(BuildFixture, TheCompileCacheServesAFreshCheckout) {
   ASSERT_TRUE(build::build(request(), services));
   // Another copy of the same kernel (the same sources, so the same id): every command comes from the cache.
-  for (const char* file : {"/k/build.toml", "/k/torch-ext/torch_binding.cpp", "/k/torch-ext/relu/__init__.py",
-                           "/k/relu_cpu/relu.cpp", "/k/relu_cuda/relu.cu"})
-    fs.put(std::string("/k2") + (file + 2), fs.content(file));
+  copy_kernel_to("/k2");
   auto copy = request();
   copy.kernel_dir = "/k2";
   runner.started.clear();
@@ -299,4 +306,151 @@ TEST(RegistrationPrefix, VerdictCarriesKernelBuildersHeadingAndEveryLocation) {
   auto broken = build::registration_prefix_verdict({127, "", "python: not found"}, "/k");
   ASSERT_FALSE(broken);
   EXPECT_EQ(broken.error().code, ExitCode::toolchain);
+}
+
+// A matrix build: Torch 2.10 and 2.11 pinned in kbuild.lock and already unpacked in the toolchain
+// cache (a warm machine), so no download runs; each variant compiles against its own Torch.
+struct MatrixBuildFixture : BuildFixture {
+  static constexpr const char* k_sha_210 = "1010101010101010101010101010101010101010101010101010101010101010";
+  static constexpr const char* k_sha_211 = "1111111111111111111111111111111111111111111111111111111111111111";
+
+  void SetUp() override {
+    BuildFixture::SetUp();
+    fs.put("/k/kbuild.toml", "[matrix]\ntorch = [\"2.10\", \"2.11\"]\ncuda = []\ncpu = true\n");
+    toolchain::LockFile lock;
+    lock.toolchains["torch-2.10"] = {{"torch", "2.10.0", "torch-2.10.0-cp312-manylinux_2_28_x86_64.whl", k_sha_210}};
+    lock.toolchains["torch-2.11"] = {{"torch", "2.11.0", "torch-2.11.0-cp312-manylinux_2_28_x86_64.whl", k_sha_211}};
+    fs.put("/k/kbuild.lock", lock.serialize());
+    unpacked_torch("2.10.0", k_sha_210);
+    unpacked_torch("2.11.0", k_sha_211);
+  }
+
+  // What Provisioner::torch leaves in the cache for a wheel: headers, libraries, version.py, .complete.
+  void unpacked_torch(const std::string& version, const std::string& sha) {
+    std::string root = "/cache/toolchains/torch-" + version + "-" + sha.substr(0, 12);
+    fs.put(root + "/torch/version.py", "__version__ = '" + version + "+cu130'\ngit_version = 'abc'\n");
+    fs.put(root + "/torch/include/torch/library.h", "");
+    fs.put(root + "/torch/include/ATen/Config.h", "#define AT_PARALLEL_OPENMP 1\n");
+    fs.put(root + "/torch/lib/libc10.so", "... St7__cxx11 ...");
+    fs.put(root + "/.complete", "torch wheel\n");
+  }
+
+  build::BuildRequest matrix_request() const {
+    auto r = request();
+    r.matrix = true;
+    r.locked = true;
+    return r;
+  }
+
+  // The include directories of Torch on the command lines that produced `output_part`.
+  std::set<std::string> torch_roots_for(const std::string& output_part) const {
+    std::set<std::string> roots;
+    for (const auto& argv : runner.started) {
+      bool match = false;
+      for (const auto& arg : argv) match = match || arg.find(output_part) != std::string::npos;
+      if (!match) continue;
+      for (const auto& arg : argv)
+        if (arg.find("/cache/toolchains/torch-") != std::string::npos)
+          roots.insert(
+              arg.substr(arg.find("/cache/toolchains/"), std::string("/cache/toolchains/torch-2.1x.0").size()));
+    }
+    return roots;
+  }
+};
+
+TEST_F(MatrixBuildFixture, EachVariantIsBuiltAgainstItsOwnPinnedTorch) {
+  auto outcome = build::build(matrix_request(), services);
+  ASSERT_TRUE(outcome) << outcome.error().message << "\n" << outcome.error().hint;
+  EXPECT_EQ(outcome->variants,
+            (std::vector<std::string>{"torch210-cxx11-cpu-x86_64-linux", "torch211-cxx11-cpu-x86_64-linux"}));
+  EXPECT_EQ(torch_roots_for("torch210-cxx11-cpu"), std::set<std::string>{"/cache/toolchains/torch-2.10.0"});
+  EXPECT_EQ(torch_roots_for("torch211-cxx11-cpu"), std::set<std::string>{"/cache/toolchains/torch-2.11.0"});
+  // Torch's OpenMP (from its ATen/Config.h) reaches the compile of each variant.
+  bool openmp = false;
+  for (const auto& argv : runner.started)
+    for (const auto& arg : argv) openmp = openmp || arg == "-fopenmp";
+  EXPECT_TRUE(openmp);
+  for (const char* variant : {"torch210-cxx11-cpu-x86_64-linux", "torch211-cxx11-cpu-x86_64-linux"}) {
+    auto metadata = nlohmann::json::parse(fs.content(std::string("/k/build/") + variant + "/metadata.json"));
+    EXPECT_EQ(metadata["version"], 1) << variant;
+  }
+  // Nothing was fetched: the lock and the unpacked toolchains served everything, and the lock is unchanged.
+  for (const auto& call : launcher.ran) EXPECT_EQ(call.find("pip"), std::string::npos) << call;
+
+  // Up to date: nothing runs. A filter builds only what it selects.
+  runner.started.clear();
+  auto again = build::build(matrix_request(), services);
+  ASSERT_TRUE(again);
+  EXPECT_TRUE(runner.started.empty());
+  auto only = matrix_request();
+  only.filter.torch = {"2.10"};
+  fs.put("/k/relu_cpu/relu.cpp", "// cpu, edited");
+  auto filtered = build::build(only, services);
+  ASSERT_TRUE(filtered) << filtered.error().message;
+  EXPECT_EQ(filtered->variants, std::vector<std::string>{"torch210-cxx11-cpu-x86_64-linux"});
+  EXPECT_TRUE(torch_roots_for("torch211-cxx11-cpu").empty());
+}
+
+TEST_F(MatrixBuildFixture, CacheEntriesFollowTheTorchHeadersEachVariantRead) {
+  // The compiler "reads" its variant's Torch header (the depfile says so), as a real one would.
+  auto read_torch_header = [&](const std::string& kernel_dir, const std::string& torch_dir) {
+    for (const char* variant : {"torch210-cxx11-cpu-x86_64-linux", "torch211-cxx11-cpu-x86_64-linux"}) {
+      std::string dir =
+          std::string(variant).starts_with("torch210") ? torch_dir : "/cache/toolchains/torch-2.11.0-111111111111";
+      for (const char* object : {"relu_cpu/relu.cpp.o", "torch-ext/torch_binding.cpp.o"})
+        runner.headers[kernel_dir + "/.kbuild/" + variant + "/obj/" + object] = {dir +
+                                                                                 "/torch/include/torch/library.h"};
+    }
+  };
+  read_torch_header("/k", "/cache/toolchains/torch-2.10.0-101010101010");
+  fs.put("/cache/toolchains/torch-2.10.0-101010101010/torch/include/torch/library.h", "// 2.10");
+  fs.put("/cache/toolchains/torch-2.11.0-111111111111/torch/include/torch/library.h", "// 2.11");
+  ASSERT_TRUE(build::build(matrix_request(), services));
+
+  // The same kernel elsewhere: every command of both variants comes from the cache.
+  copy_kernel_to("/k2");
+  read_torch_header("/k2", "/cache/toolchains/torch-2.10.0-101010101010");
+  auto copy = matrix_request();
+  copy.kernel_dir = "/k2";
+  runner.started.clear();
+  auto outcome = build::build(copy, services);
+  ASSERT_TRUE(outcome) << outcome.error().message;
+  EXPECT_TRUE(runner.started.empty());
+  EXPECT_EQ(outcome->summary.cache_hits, 8u);  // 3 objects + 1 library, per variant
+
+  // Torch 2.10 replaced by another build whose header differs: the objects that read it and the
+  // library recompile; Torch 2.11's variant is still up to date.
+  toolchain::LockFile lock = *toolchain::LockFile::parse(fs.content("/k2/kbuild.lock"), "kbuild.lock");
+  std::string other = std::string(64, '2');
+  lock.toolchains["torch-2.10"].front().sha256 = other;
+  fs.put("/k2/kbuild.lock", lock.serialize());
+  unpacked_torch("2.10.0", other);
+  std::string other_dir = "/cache/toolchains/torch-2.10.0-" + other.substr(0, 12);
+  fs.put(other_dir + "/torch/include/torch/library.h", "// 2.10, another build");
+  read_torch_header("/k2", other_dir);
+  runner.started.clear();
+  ASSERT_TRUE(build::build(copy, services));
+  auto outputs = started_outputs();
+  EXPECT_EQ(outputs.size(), 3u) << util::join(outputs, "\n");  // relu.cpp.o, torch_binding.cpp.o, the library
+  for (const auto& output : outputs) EXPECT_NE(output.find("torch210-cxx11-cpu"), std::string::npos) << output;
+}
+
+TEST_F(MatrixBuildFixture, LockedBuildsNeedTheLockAndNeverResolve) {
+  fs.remove_all("/k/kbuild.lock");
+  auto missing = build::build(matrix_request(), services);
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().code, ExitCode::usage);
+  EXPECT_NE(missing.error().message.find("--locked but /k/kbuild.lock does not exist"), std::string::npos)
+      << missing.error().message;
+  // A pin whose toolchain is not unpacked here must be downloaded: pip is asked (and here fails),
+  // and the build stops with a toolchain error, writing no variant.
+  toolchain::LockFile lock;
+  lock.toolchains["torch-2.10"] = {{"torch", "2.10.0", "torch-2.10.0-cp312-manylinux_2_28_x86_64.whl", k_sha_210}};
+  lock.toolchains["torch-2.11"] = {
+      {"torch", "2.11.0", "torch-2.11.0-cp312-manylinux_2_28_x86_64.whl", std::string(64, '3')}};
+  fs.put("/k/kbuild.lock", lock.serialize());
+  auto undownloadable = build::build(matrix_request(), services);
+  ASSERT_FALSE(undownloadable);
+  EXPECT_EQ(undownloadable.error().code, ExitCode::toolchain) << undownloadable.error().message;
+  EXPECT_FALSE(fs.stat("/k/build/torch211-cxx11-cpu-x86_64-linux").exists);
 }

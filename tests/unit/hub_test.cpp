@@ -263,15 +263,13 @@ TEST(HubClientTest, DownloadsFollowRedirectsWithoutLeakingTheToken) {
                                {"X-Linked-Etag", "\"" + std::string(64, 'e') + "\""},
                                {"X-Repo-Commit", std::string(40, 'c')}});
   auto body = status(200);
-  body->body = "bytes";
+  body->file_bytes = 5;  // what a real transport reports after writing response_file
   transport.answers = {redirect, body};
-  auto dir = std::filesystem::temp_directory_path() / ("kbuild-download-test-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  // The scripted transport returns bodies in memory; a real one writes response_file. Either way the
-  // client reports the Hub's own headers (before the redirect).
-  std::ofstream(dir / "f") << "bytes";
+  auto dir = std::filesystem::path("/downloads");
+  // The client reports the Hub's own headers (before the redirect) and the size the transport wrote.
   auto file = client.download_file({"kernel", "org/k"}, "v1", "build/a b.so", dir / "f");
   ASSERT_TRUE(file) << file.error().message;
+  EXPECT_EQ(file->size, 5u);
   EXPECT_EQ(file->etag, std::string(64, 'e'));
   EXPECT_EQ(file->commit, std::string(40, 'c'));
   ASSERT_EQ(transport.requests.size(), 2u);
@@ -280,5 +278,4 @@ TEST(HubClientTest, DownloadsFollowRedirectsWithoutLeakingTheToken) {
   EXPECT_EQ(transport.requests[1].url, "http://cdn.example/blob?sig=1");
   EXPECT_FALSE(transport.requests[1].headers.has("authorization"));  // another host never sees the token
   EXPECT_EQ(transport.requests[1].response_file, dir / "f");
-  std::filesystem::remove_all(dir);
 }

@@ -3,6 +3,7 @@
 #include "kbuild/toolchain/archive.hpp"
 #include "kbuild/toolchain/lock.hpp"
 #include "kbuild/toolchain/provision.hpp"
+#include "support/mem_fs.hpp"
 
 using namespace kbuild::toolchain;
 
@@ -90,15 +91,27 @@ TEST(Archive, ExtractsSelectedEntriesAndRefusesEscapes) {
   auto dir = std::filesystem::temp_directory_path() / ("kbuild-archive-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  write_zip(dir / "good.whl", {{"torch/include/a.h", "A"}, {"torch/lib/libc10.so", "ELF"}, {"torch/nn/x.py", "py"}});
-  auto stats = extract_zip(dir / "good.whl", dir / "out", torch_wheel_entry);
+  std::string big(3u << 20, 'x');  // more than one piece of the streamed copy
+  for (size_t i = 0; i < big.size(); i += 4096) big[i] = static_cast<char>('a' + (i / 4096) % 26);
+  write_zip(dir / "good.whl", {{"torch/include/a.h", "A"}, {"torch/lib/libc10.so", big}, {"torch/nn/x.py", "py"}});
+  // Through the filesystem seam: a fake one gets exactly the selected files.
+  kbuild::fakes::MemFileSystem memory;
+  auto stats = extract_zip(memory, dir / "good.whl", "/out", torch_wheel_entry);
   ASSERT_TRUE(stats) << stats.error().message;
   EXPECT_EQ(stats->files, 2u);
-  EXPECT_TRUE(std::filesystem::exists(dir / "out/torch/include/a.h"));
+  EXPECT_EQ(stats->bytes, 1 + big.size());
+  EXPECT_EQ(memory.content("/out/torch/include/a.h"), "A");
+  EXPECT_EQ(memory.content("/out/torch/lib/libc10.so"), big);
+  EXPECT_FALSE(memory.has("/out/torch/nn/x.py"));
+  // The real one streams each member in pieces.
+  kbuild::util::RealFileSystem real;
+  ASSERT_TRUE(extract_zip(real, dir / "good.whl", dir / "out", torch_wheel_entry));
+  EXPECT_EQ(*real.read_file(dir / "out/torch/lib/libc10.so"), big);
   EXPECT_FALSE(std::filesystem::exists(dir / "out/torch/nn/x.py"));
 
   write_zip(dir / "evil.whl", {{"torch/include/ok.h", "fine"}, {"torch/../../escaped.txt", "gotcha"}});
-  auto refused = extract_zip(dir / "evil.whl", dir / "out2", [](const std::string& n) { return std::optional(n); });
+  auto refused =
+      extract_zip(real, dir / "evil.whl", dir / "out2", [](const std::string& n) { return std::optional(n); });
   ASSERT_FALSE(refused);
   EXPECT_NE(refused.error().message.find("outside the extraction directory"), std::string::npos);
   EXPECT_FALSE(std::filesystem::exists(dir / "escaped.txt"));

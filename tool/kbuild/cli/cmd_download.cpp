@@ -45,7 +45,7 @@ Result<ExitCode> run_download(const DownloadCliOptions& options, Services& servi
   if (!options.json && !options.quiet && (options.verbose || is_smart_terminal(stderr, services.env)))
     download.progress = [](const std::string& line) { util::log::info(line); };
 
-  HubSession hub = open_hub(services.fs, services.env, options.endpoint, options.verbose);
+  HubSession hub = open_hub(services, options.endpoint, options.verbose);
   lock::HubKernelIndex index(*hub.client);
   KB_TRY_ASSIGN(auto outcome, lock::download_locked(entries, download, index, services.fs));
 

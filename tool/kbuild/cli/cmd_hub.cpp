@@ -57,13 +57,14 @@ Result<ExitCode> run_serve(const ServeOptions& options, Services& services) {
   if (options.port < 0 || options.port > 65535)
     return fail("--port must be 0 to 65535", "use 0 for any free port", ExitCode::usage);
   KB_TRY_ASSIGN(server::Config config, server::load_config(root));
-  KB_TRY_ASSIGN(auto store, server::Store::open(root));
+  KB_TRY_ASSIGN(auto store, server::Store::open(root, services.random));
   server::ListenerOptions listen;
   listen.host = options.host;
   listen.port = options.port;
   listen.access_log = options.log.empty() ? std::filesystem::path() : std::filesystem::absolute(options.log);
   listen.spool_dir = store->temp_dir();
   listen.limits = config.limits;
+  listen.clock = &services.clock;
   KB_TRY_ASSIGN(auto listener, server::Listener::bind(listen));
   KB_TRY(store->lock_exclusively());
   KB_TRY(sweep_at_start(*store, services.clock));
@@ -73,6 +74,7 @@ Result<ExitCode> run_serve(const ServeOptions& options, Services& services) {
   std::string address = "http://" + host + ":" + std::to_string(listener->port());
   router_options.base_url = options.base_url.empty() ? address : options.base_url;
   router_options.config_file = root / "config.toml";
+  router_options.clock = &services.clock;
   router_options.on_config_error = [](const std::string& message) { util::log::warn(message); };
   bool no_tokens = config.tokens.empty();
   server::Router router(*store, std::move(config), router_options);
@@ -97,9 +99,9 @@ Result<ExitCode> run_serve(const ServeOptions& options, Services& services) {
   return ExitCode::ok;
 }
 
-Result<ExitCode> run_token(const TokenOptions& options) {
+Result<ExitCode> run_token(const TokenOptions& options, Services& services) {
   auto root = absolute_dir(options.root);
-  KB_TRY_ASSIGN(std::string token, server::add_token(root, options.user, options.namespaces));
+  KB_TRY_ASSIGN(std::string token, server::add_token(root, options.user, options.namespaces, services.random));
   fmt::print("{}\n", token);
   return ExitCode::ok;
 }
@@ -142,7 +144,8 @@ void register_hub(CLI::App& app, CommandAction& action) {
   token_cmd->add_option("--user", token->user, "User name the token acts as (may write namespace USER)")->required();
   token_cmd->add_option("--namespace", token->namespaces,
                         "Another namespace (organization) the token may write; repeatable");
-  token_cmd->callback([token, &action] { action = [token](Services&) { return run_token(*token); }; });
+  token_cmd->callback(
+      [token, &action] { action = [token](Services& services) { return run_token(*token, services); }; });
 
   auto org = std::make_shared<OrgOptions>();
   CLI::App* org_cmd = hub->add_subcommand(

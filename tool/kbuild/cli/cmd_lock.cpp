@@ -103,7 +103,7 @@ Result<ExitCode> run_lock(const LockCliOptions& options, Services& services) {
   if (!options.quiet) request.options.warn = [](const std::string& line) { util::log::warn(line); };
   request.diagnostics = print_diagnostics;
 
-  HubSession hub = open_hub(services.fs, services.env, options.endpoint, options.verbose);
+  HubSession hub = open_hub(services, options.endpoint, options.verbose);
   lock::HubKernelIndex index(*hub.client);
   KB_TRY_ASSIGN(auto outcome, lock::lock_project(request, index, services.fs));
   for (const auto& repo : request.options.upgrade) {

@@ -46,7 +46,7 @@ Result<ExitCode> run_publish(const PublishCliOptions& options, Services& service
   if (options.quiet && options.verbose) return fail("-q and -v contradict each other", "choose one", ExitCode::usage);
   if (options.quiet) util::log::set_level(util::log::Level::warn);  // no retry notices either
   KB_TRY_ASSIGN(config::KernelConfig config, build::load_kernel(services.fs, kernel_dir, print_diagnostics));
-  HubSession hub = open_hub(services.fs, services.env, options.endpoint, options.verbose);
+  HubSession hub = open_hub(services, options.endpoint, options.verbose);
 
   hub::PublishOptions publish;
   publish.kernel_dir = kernel_dir;

@@ -68,7 +68,7 @@ Result<ExitCode> run_versions(const InspectCliOptions& options, Services& servic
   KB_TRY(check_repo_id(options.repo_id));
   std::string note;
   auto system = optional_system(services, options, note);
-  HubSession hub = open_hub(services.fs, services.env, options.endpoint, options.verbose);
+  HubSession hub = open_hub(services, options.endpoint, options.verbose);
   lock::HubKernelIndex index(*hub.client);
   KB_TRY_ASSIGN(auto report, lock::list_versions(options.repo_id, system, index));
 
@@ -148,7 +148,7 @@ Result<ExitCode> run_info(const InspectCliOptions& options, Services& services) 
     return fail("--version and --revision exclude each other", "pick one", ExitCode::usage);
   std::string note;
   auto system = optional_system(services, options, note);
-  HubSession hub = open_hub(services.fs, services.env, options.endpoint, options.verbose);
+  HubSession hub = open_hub(services, options.endpoint, options.verbose);
   lock::HubKernelIndex index(*hub.client);
   KB_TRY_ASSIGN(auto report,
                 lock::describe_revision(options.repo_id, {options.version, options.revision}, system, index));

@@ -14,7 +14,7 @@ struct WhoamiOptions {
 };
 
 Result<ExitCode> run_whoami(const WhoamiOptions& options, Services& services) {
-  HubSession hub = open_hub(services.fs, services.env, options.endpoint, options.verbose);
+  HubSession hub = open_hub(services, options.endpoint, options.verbose);
   KB_TRY_ASSIGN(std::string name, hub.client->whoami());
   fmt::print("{} (token from {}, endpoint {})\n", name, hub.token->origin, hub.client->endpoint());
   return ExitCode::ok;

@@ -8,11 +8,10 @@
 
 namespace kbuild::cli {
 
-HubSession open_hub(const util::FileSystem& fs, const util::Environment& environment,
-                    const std::optional<std::string>& endpoint, bool verbose) {
-  auto env = environment.all();
+HubSession open_hub(Services& services, const std::optional<std::string>& endpoint, bool verbose) {
+  auto env = services.env.all();
   HubSession session;
-  session.token = hub::resolve_token(env, fs);
+  session.token = hub::resolve_token(env, services.fs);
   session.transport = std::make_unique<hub::CurlTransport>();
   if (session.token) util::log::add_secret(session.token->value);
   if (verbose && !util::log::enabled(util::log::Level::debug)) util::log::set_level(util::log::Level::debug);
@@ -20,6 +19,7 @@ HubSession open_hub(const util::FileSystem& fs, const util::Environment& environ
   session.client =
       std::make_unique<hub::HubClient>(*session.transport, hub::resolve_endpoint(endpoint, env), session.token,
                                        hub::RetryPolicy{}, hub::HubClient::Sleeper{}, logger);
+  session.client->set_clock(services.clock);
   if (!util::log::enabled(util::log::Level::debug))  // (the debug log has every retry already)
     session.client->set_retry_notice([](const std::string& line) { util::log::info(line); });
   return session;

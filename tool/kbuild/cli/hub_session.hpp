@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "kbuild/cli/command.hpp"
 #include "kbuild/hub/client.hpp"
 #include "kbuild/hub/curl_transport.hpp"
 #include "kbuild/lock/variant_select.hpp"
@@ -21,8 +22,9 @@ struct HubSession {
   std::optional<hub::Token> token;
 };
 
-HubSession open_hub(const util::FileSystem& fs, const util::Environment& env,
-                    const std::optional<std::string>& endpoint, bool verbose);
+/// A Hub client for `endpoint` (or HF_ENDPOINT, or the Hub), with the token the official clients
+/// would use, requests timed by the services' clock and logged at debug level (`verbose` turns it on).
+HubSession open_hub(Services& services, const std::optional<std::string>& endpoint, bool verbose);
 
 /// What the `kernels` loader would see on this machine, from the Torch of `python`; an error (exit
 /// code 3) when that interpreter has no usable Torch.

@@ -18,6 +18,7 @@
 #include "kbuild/hub/retry.hpp"
 #include "kbuild/hub/token.hpp"
 #include "kbuild/util/result.hpp"
+#include "kbuild/util/system.hpp"
 
 namespace kbuild::hub {
 
@@ -92,6 +93,8 @@ class HubClient {
   /// verbose log has it anyway).
   void set_retry_notice(Logger notice) { m_notice = std::move(notice); }
   const TrafficStats& stats() const { return m_stats; }
+  /// Times requests for the log (default: the real clock); `clock` must outlive the client.
+  void set_clock(const util::Clock& clock) { m_clock = &clock; }
   /// The web URL of a repository, e.g. <endpoint>/kernels/org/name.
   std::string repo_url(const RepoRef& repo) const;
 
@@ -170,6 +173,7 @@ class HubClient {
   RetryPolicy m_retry;
   Sleeper m_sleep;
   Logger m_log;
+  const util::Clock* m_clock;
   Logger m_notice;
   TrafficStats m_stats;
   std::string m_last_etag;

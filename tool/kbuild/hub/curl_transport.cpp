@@ -88,6 +88,7 @@ struct ResponseSink {
   std::string* memory = nullptr;
   const std::filesystem::path* file_path = nullptr;
   std::FILE* file = nullptr;
+  std::uint64_t file_bytes = 0;
   bool decided = false;
   bool failed = false;
 };
@@ -107,7 +108,11 @@ size_t write_body(char* data, size_t size, size_t count, void* user) {
       }
     }
   }
-  if (sink->file) return std::fwrite(data, 1, n, sink->file) == n ? n : 0;
+  if (sink->file) {
+    if (std::fwrite(data, 1, n, sink->file) != n) return 0;
+    sink->file_bytes += n;
+    return n;
+  }
   sink->memory->append(data, n);
   return n;
 }
@@ -223,6 +228,7 @@ std::expected<HttpResponse, TransportError> CurlTransport::send(const HttpReques
         curl_easy_strerror(code), code == CURLE_OPERATION_TIMEDOUT,
         code == CURLE_COULDNT_CONNECT || code == CURLE_COULDNT_RESOLVE_HOST || code == CURLE_COULDNT_RESOLVE_PROXY});
   response.status = static_cast<int>(status);
+  response.file_bytes = sink.file_bytes;
   return response;
 }
 

@@ -48,6 +48,9 @@ struct HttpResponse {
   int status = 0;
   Headers headers;
   std::string body;
+  /// With HttpRequest::response_file and a 2xx answer: the bytes written to that file (the body is
+  /// then empty).
+  std::uint64_t file_bytes = 0;
 };
 
 /// A failure to get any response (connection refused, reset, timeout). Retryable by nature.

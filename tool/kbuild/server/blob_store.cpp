@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "kbuild/server/object_ids.hpp"
+#include "kbuild/util/fs.hpp"
 #include "kbuild/util/hash.hpp"
 
 namespace kbuild::server {
@@ -64,10 +65,7 @@ Result<void> install_blob(const fs::path& temp, const fs::path& destination) {
 
 BlobStore::BlobStore(fs::path root) : m_root(std::move(root)) {}
 
-fs::path BlobStore::temp_path() const {
-  static std::atomic<unsigned> counter{0};
-  return m_root / "tmp" / ("t" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + "-" + random_hex(4));
-}
+fs::path BlobStore::temp_path() const { return util::temp_sibling(m_root / "tmp" / "t"); }
 
 fs::path BlobStore::path(std::string_view sha256) const {
   std::string name(sha256);

@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <fstream>
-#include <random>
 #include <set>
 #include <sstream>
 
@@ -270,14 +269,8 @@ Result<Config> load_config(const fs::path& root) {
   return parse_config(text, path.string());
 }
 
-std::string generate_token() {
-  std::random_device device;
-  std::string raw;
-  while (raw.size() < 21) {
-    auto value = device();
-    for (int i = 0; i < 4 && raw.size() < 21; ++i) raw.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
-  }
-  return "hf_" + util::base32_lower_nopad(raw).substr(0, 34);
+std::string generate_token(util::Random& random) {
+  return "hf_" + util::base32_lower_nopad(random.bytes(21)).substr(0, 34);
 }
 
 namespace {
@@ -338,14 +331,14 @@ std::string with_block(std::string text, const std::string& block) {
 
 }  // namespace
 
-Result<std::string> add_token(const fs::path& root, const std::string& user,
-                              const std::vector<std::string>& namespaces) {
+Result<std::string> add_token(const fs::path& root, const std::string& user, const std::vector<std::string>& namespaces,
+                              util::Random& random) {
   if (!is_valid_namespace(user))
     return fail("invalid user name \"" + user + "\"", "use letters, digits, '-', '_' and '.'", ExitCode::usage);
   for (const auto& ns : namespaces)
     if (!is_valid_namespace(ns))
       return fail("invalid namespace \"" + ns + "\"", "use letters, digits, '-', '_' and '.'", ExitCode::usage);
-  std::string token = generate_token();
+  std::string token = generate_token(random);
   std::string entry = "[[tokens]]\ntoken = \"" + token + "\"\nuser = \"" + user + "\"\n";
   if (!namespaces.empty()) {
     std::vector<std::string> quoted;

@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "kbuild/util/result.hpp"
+#include "kbuild/util/system.hpp"
 
 namespace kbuild::server {
 
@@ -95,13 +96,13 @@ Result<Config> load_config(const std::filesystem::path& root);
 /// result still parses. Returns the token. Edits of config.toml take a lock (<root>/.config.lock), and
 /// the file is written owner-only (0600) and atomically; a running server reloads it.
 Result<std::string> add_token(const std::filesystem::path& root, const std::string& user,
-                              const std::vector<std::string>& namespaces);
+                              const std::vector<std::string>& namespaces, util::Random& random);
 enum class OrganizationChange { added, updated, unchanged };
 
 /// Declares organisation `name` in <root>/config.toml (or updates its entry in place, comments kept),
 /// with trusted-kernel-publisher = `trusted`. A running server picks the change up at its next request.
 Result<OrganizationChange> set_organization(const std::filesystem::path& root, const std::string& name, bool trusted);
 /// "hf_" followed by 34 random characters from [a-z2-7].
-std::string generate_token();
+std::string generate_token(util::Random& random);
 
 }  // namespace kbuild::server

@@ -10,6 +10,7 @@
 #include <iterator>
 
 #include "kbuild/server/object_ids.hpp"
+#include "kbuild/util/fs.hpp"
 
 namespace kbuild::server {
 
@@ -105,8 +106,7 @@ Result<void> move_file(const fs::path& file, const fs::path& destination) {
 namespace kbuild::server {
 
 Result<void> replace_file(const fs::path& path, std::string_view content) {
-  fs::path temp = path;
-  temp += ".tmp-" + random_hex(6);
+  fs::path temp = util::temp_sibling(path);
   KB_TRY(write_file(temp, content));
   std::error_code ec;
   fs::rename(temp, path, ec);

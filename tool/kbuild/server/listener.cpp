@@ -19,6 +19,7 @@
 #include "kbuild/server/connection.hpp"
 #include "kbuild/server/guard.hpp"
 #include "kbuild/server/store.hpp"
+#include "kbuild/util/fs.hpp"
 #include "kbuild/util/log.hpp"
 
 namespace kbuild::server {
@@ -28,11 +29,6 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr std::uint64_t k_spool_threshold = 8ull << 20;
-
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // Collects a request body in memory, moving to a spool file once it grows past k_spool_threshold.
 class BodyCollector {
@@ -121,6 +117,11 @@ struct Listener::Impl {
   Router* router = nullptr;
   std::optional<util::log::FileLog> log;
 
+  const util::Clock& clock() const {
+    static const util::RealClock real_clock;
+    return options.clock ? *options.clock : real_clock;
+  }
+
   std::uint64_t limit_for(const httplib::Request& request) const {
     return body_limit(request.method, request.target, options.limits);
   }
@@ -128,7 +129,7 @@ struct Listener::Impl {
   void write_log(const httplib::Request& request, int status, std::uint64_t bytes) {
     if (!log) return;
     std::string path = request.target.substr(0, request.target.find('?'));
-    log->line(iso8601(now_ms()) + " " + request.method + " " + path + " " + std::to_string(status) + " " +
+    log->line(iso8601(clock().unix_ms()) + " " + request.method + " " + path + " " + std::to_string(status) + " " +
               std::to_string(bytes));
   }
 
@@ -162,9 +163,7 @@ struct Listener::Impl {
       write_log(in, out.status, 0);
       return false;
     }
-    static std::atomic<std::uint64_t> counter{0};
-    spool = fs::path(options.spool_dir) /
-            ("body-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + "-" + std::to_string(now_ms()));
+    spool = util::temp_sibling(fs::path(options.spool_dir) / "body");
     BodyCollector body(spool, limit);
     bool complete = reader([&](const char* data, size_t size) { return body.add(data, size); });
     bool written = body.finish();

@@ -34,10 +34,11 @@ namespace kbuild::server {
 
 struct ListenerOptions {
   std::string host = "127.0.0.1";
-  int port = 0;                      ///< 0: any free port
-  std::filesystem::path access_log;  ///< empty: no log
-  std::filesystem::path spool_dir;   ///< where large request bodies go (Store::temp_dir())
-  Limits limits;                     ///< body size limits, as in the router's Config
+  int port = 0;                        ///< 0: any free port
+  std::filesystem::path access_log;    ///< empty: no log
+  std::filesystem::path spool_dir;     ///< where large request bodies go (Store::temp_dir())
+  Limits limits;                       ///< body size limits, as in the router's Config
+  const util::Clock* clock = nullptr;  ///< access-log timestamps; null: the real clock
 };
 
 class Listener {

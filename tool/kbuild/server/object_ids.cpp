@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
-#include <random>
 #include <vector>
 
 #include "kbuild/util/hash.hpp"
@@ -21,15 +20,7 @@ bool is_lower_hex(std::string_view text, size_t length) {
 bool is_commit_oid(std::string_view text) { return is_lower_hex(text, 40); }
 bool is_sha256_hex(std::string_view text) { return is_lower_hex(text, 64); }
 
-std::string random_hex(std::size_t bytes) {
-  thread_local std::random_device device;
-  std::string raw;
-  while (raw.size() < bytes) {
-    auto value = device();
-    for (int i = 0; i < 4 && raw.size() < bytes; ++i) raw.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
-  }
-  return util::to_hex(raw);
-}
+std::string random_hex(util::Random& random, std::size_t bytes) { return util::to_hex(random.bytes(bytes)); }
 
 bool equal_in_constant_time(std::string_view a, std::string_view b) {
   unsigned char difference = a.size() == b.size() ? 0 : 1;

@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "kbuild/util/system.hpp"
+
 namespace kbuild::server {
 
 /// 40 lowercase hex characters (a commit id as clients recognise it).
@@ -14,8 +16,8 @@ bool is_commit_oid(std::string_view text);
 /// 64 lowercase hex characters.
 bool is_sha256_hex(std::string_view text);
 
-/// `bytes` unpredictable bytes as lowercase hex (repo object ids, upload tokens, temporary names).
-std::string random_hex(std::size_t bytes);
+/// `bytes` bytes of `random` as lowercase hex (repo object ids, upload tokens, discussion ids).
+std::string random_hex(util::Random& random, std::size_t bytes);
 /// Whether two secrets are equal, in a time that depends only on their lengths.
 bool equal_in_constant_time(std::string_view a, std::string_view b);
 

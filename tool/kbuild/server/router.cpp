@@ -82,11 +82,8 @@ Router::Router(Store& store, Config config, RouterOptions options)
     : m_store(store), m_options(std::move(options)), m_config(std::make_shared<const Config>(std::move(config))) {
   if (!m_options.config_file.empty()) m_config_stamp = config_stamp(m_options.config_file);
   while (m_options.base_url.ends_with("/")) m_options.base_url.pop_back();
-  if (!m_options.now_ms)
-    m_options.now_ms = [] {
-      return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-          .count();
-    };
+  static const util::RealClock real_clock;
+  if (!m_options.clock) m_options.clock = &real_clock;
 }
 
 std::shared_ptr<const Config> Router::config() const {
@@ -137,7 +134,7 @@ Reply Router::dispatch(Context& c) {
   auto fail_with = [&](const Failure& f) { return error_reply(f, c.head); };
   auto raw_path = parse_target(c);
   if (!raw_path) return fail_with(raw_path.error());
-  c.now = m_options.now_ms();
+  c.now = m_options.clock->unix_ms();
   c.config = config();
   // Upload URLs carry their own one-time token; an Authorization header there is ignored.
   if (auto header = c.request.headers.get("authorization"); header && !is_upload_path(c.segments)) {

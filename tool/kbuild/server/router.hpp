@@ -138,8 +138,8 @@ struct RouterOptions {
   /// Public base URL used in every absolute URL the server hands out (repo URLs, LFS hrefs, Link
   /// headers), without a trailing '/'.
   std::string base_url = "http://127.0.0.1:8080";
-  /// Milliseconds since the epoch; defaults to the system clock.
-  std::function<std::int64_t()> now_ms;
+  /// Timestamps of commits, discussions and upload expiry; null: the real clock. Must outlive the Router.
+  const util::Clock* clock = nullptr;
   /// Tree entries per page (the Hub: 1000, or 50 with expand=true).
   std::size_t tree_page_size = 1000;
   std::size_t tree_page_size_expanded = 50;

@@ -67,7 +67,7 @@ Outcome<Json> Handlers::batch_answer(const Repo& repo, const LfsObjectRequest& o
   std::int64_t expires = m_c.now + m_options.upload_ttl_ms;
   KB_TRY_ASSIGN(auto upload, lift(m_store.resume_upload(repo.key, *object.oid, bytes, chunk, m_c.now, expires)));
   if (!upload) {
-    upload = PendingUpload{random_hex(16), repo.key, *object.oid, bytes, chunk, expires, false};
+    upload = PendingUpload{m_store.random_hex(16), repo.key, *object.oid, bytes, chunk, expires, false};
     KB_TRY(lift(m_store.add_upload(*upload)));
   }
   answer["authenticated"] = true;

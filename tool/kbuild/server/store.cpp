@@ -56,16 +56,21 @@ std::optional<RefKind> parse_kind(std::string_view name) {
 // ---------------------------------------------------------------------------------------------
 // Store
 
-Result<std::unique_ptr<Store>> Store::open(const fs::path& root) {
+Result<std::unique_ptr<Store>> Store::open(const fs::path& root, util::Random& random) {
   std::error_code ec;
   for (const char* dir : {"blobs", "tmp", "uploads"}) {
     fs::create_directories(root / dir, ec);
     if (ec) return fail("cannot create " + (root / dir).string() + ": " + ec.message());
   }
   KB_TRY_ASSIGN(sqlite3 * connection, db::open(root / "hub.sqlite"));
-  std::unique_ptr<Store> store(new Store(root, connection));
+  std::unique_ptr<Store> store(new Store(root, connection, random));
   KB_TRY(store->init_schema());
   return store;
+}
+
+std::string Store::random_hex(std::size_t bytes) {
+  std::lock_guard lock(m_random_mutex);
+  return server::random_hex(m_random, bytes);
 }
 
 Store::~Store() {

@@ -174,8 +174,9 @@ struct NewDiscussion {
 
 class Store {
  public:
-  /// Opens (creating when missing) the registry at `root`: directories, database, schema.
-  static Result<std::unique_ptr<Store>> open(const std::filesystem::path& root);
+  /// Opens (creating when missing) the registry at `root`: directories, database, schema. `random`
+  /// gives repo object ids, discussion and event ids and upload tokens; it must outlive the Store.
+  static Result<std::unique_ptr<Store>> open(const std::filesystem::path& root, util::Random& random);
   ~Store();
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
@@ -186,6 +187,8 @@ class Store {
   Result<void> lock_exclusively();
   /// Where temporary files go; on the same filesystem as the blobs, so they can be renamed into place.
   std::filesystem::path temp_dir() const { return m_root / "tmp"; }
+  /// `bytes` bytes of the Store's randomness as hex (ids and tokens of new rows).
+  std::string random_hex(std::size_t bytes);
   /// A fresh, unused path inside temp_dir().
   std::filesystem::path temp_path();
 
@@ -287,7 +290,8 @@ class Store {
   void fail_next_commit_for_testing() { m_fail_next_commit = true; }
 
  private:
-  Store(std::filesystem::path root, sqlite3* db) : m_root(std::move(root)), m_db(db), m_blobs(m_root) {}
+  Store(std::filesystem::path root, sqlite3* db, util::Random& random)
+      : m_root(std::move(root)), m_db(db), m_blobs(m_root), m_random(random) {}
   Result<void> init_schema();
   Result<Commit> insert_commit(std::int64_t repo, std::string_view parent, const CommitRequest& request);
   // The helpers below expect m_mutex held and a transaction open.
@@ -301,6 +305,8 @@ class Store {
   std::filesystem::path m_root;
   sqlite3* m_db = nullptr;
   BlobStore m_blobs;
+  util::Random& m_random;
+  std::mutex m_random_mutex;  ///< util::Random is not thread-safe; requests run on many threads
   std::mutex m_mutex;
   bool m_fail_next_commit = false;
   std::atomic<std::int64_t> m_last_sweep_ms{0};

@@ -30,7 +30,9 @@ class LineJson {
     if (out.m_spans.empty()) {
       out.m_root = Json::parse(line, nullptr, false);
     } else {
-      out.m_marker = "\x01kbuild-" + random_hex(8) + "-";
+      // Random, so that a string of the request cannot pose as a placeholder.
+      util::RealRandom random;
+      out.m_marker = "\x01kbuild-" + random_hex(random, 8) + "-";
       out.m_root = Json::parse(out.reduced(), nullptr, false);
     }
     if (out.m_root.is_discarded()) return std::unexpected("not JSON");

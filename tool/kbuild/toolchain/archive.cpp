@@ -59,8 +59,8 @@ Result<std::vector<std::string>> list_zip(const std::filesystem::path& archive) 
   return names;
 }
 
-Result<ExtractStats> extract_zip(const std::filesystem::path& archive, const std::filesystem::path& target,
-                                 const EntrySelector& select) {
+Result<ExtractStats> extract_zip(util::FileSystem& fs, const std::filesystem::path& archive,
+                                 const std::filesystem::path& target, const EntrySelector& select) {
   KB_TRY_ASSIGN(ZipPtr z, open_zip(archive));
   zip_int64_t count = zip_get_num_entries(z.get(), 0);
   struct Planned {
@@ -89,32 +89,22 @@ Result<ExtractStats> extract_zip(const std::filesystem::path& archive, const std
     planned.push_back({static_cast<zip_uint64_t>(i), *destination, (mode & 0111) != 0});
   }
   ExtractStats stats;
-  std::vector<char> buffer(1 << 20);
+  constexpr size_t k_chunk = 1 << 20;
   for (const auto& entry : planned) {
     std::filesystem::path path = target / entry.destination;
-    std::error_code ec;
-    std::filesystem::create_directories(path.parent_path(), ec);
-    if (ec) return fail("cannot create " + path.parent_path().string() + ": " + ec.message());
-    zip_file_t* file = zip_fopen_index(z.get(), entry.index, 0);
+    KB_TRY(fs.make_dirs(path.parent_path()));
+    std::unique_ptr<zip_file_t, decltype(&zip_fclose)> file(zip_fopen_index(z.get(), entry.index, 0), &zip_fclose);
     if (!file) return fail("cannot read " + entry.destination + " from " + archive.string());
-    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, entry.executable ? 0755 : 0644);
-    if (fd < 0) {
-      zip_fclose(file);
-      return fail("cannot write " + path.string() + ": " + std::strerror(errno));
-    }
-    zip_int64_t n;
-    bool ok = true;
-    while ((n = zip_fread(file, buffer.data(), buffer.size())) > 0) {
-      if (::write(fd, buffer.data(), static_cast<size_t>(n)) != n) {
-        ok = false;
-        break;
-      }
+    auto read_piece = [&](std::string& chunk) -> Result<bool> {
+      size_t had = chunk.size();
+      chunk.resize(had + k_chunk);
+      zip_int64_t n = zip_fread(file.get(), chunk.data() + had, k_chunk);
+      chunk.resize(had + static_cast<size_t>(std::max<zip_int64_t>(n, 0)));
+      if (n < 0) return fail("error while extracting " + entry.destination + " from " + archive.string());
       stats.bytes += static_cast<std::uint64_t>(n);
-    }
-    if (n < 0) ok = false;
-    zip_fclose(file);
-    if (::close(fd) != 0) ok = false;
-    if (!ok) return fail("error while extracting " + entry.destination + " from " + archive.string());
+      return n > 0;
+    };
+    KB_TRY(fs.write_chunks(path, read_piece, entry.executable));
     ++stats.files;
   }
   return stats;

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kbuild/util/fs.hpp"
 #include "kbuild/util/result.hpp"
 
 namespace kbuild::toolchain {
@@ -27,10 +28,11 @@ struct ExtractStats {
 };
 
 /// Extracts the selected regular-file entries of the zip at `archive` below `target` (created if
-/// needed). File modes: executable when the entry's Unix mode has an execute bit. Fails on the first
-/// unsafe name, before writing anything.
-Result<ExtractStats> extract_zip(const std::filesystem::path& archive, const std::filesystem::path& target,
-                                 const EntrySelector& select);
+/// needed), writing through `fs` in bounded memory (libzip reads `archive` itself, from the real
+/// filesystem). File modes: executable when the entry's Unix mode has an execute bit. Fails on the
+/// first unsafe name, before writing anything.
+Result<ExtractStats> extract_zip(util::FileSystem& fs, const std::filesystem::path& archive,
+                                 const std::filesystem::path& target, const EntrySelector& select);
 
 /// Entry names of a zip (for tests and diagnostics).
 Result<std::vector<std::string>> list_zip(const std::filesystem::path& archive);

@@ -240,7 +240,7 @@ Result<void> Provisioner::unpack_wheel(const LockedArtifact& wheel, const fs::pa
   m_progress("extracting " + wheel.file + " (" + what + ")");
   fs::path staging = util::temp_sibling(root);
   (void)m_fs.remove_all(staging);
-  auto stats = extract_zip(file, staging, select);
+  auto stats = extract_zip(m_fs, file, staging, select);
   if (!stats || !m_fs.stat(staging / required).is_file) {
     (void)m_fs.remove_all(staging);
     return stats ? fail(toolchain_error(wheel.file + " has no " + required + "; is it the right wheel?"))
@@ -316,7 +316,7 @@ Result<CudaToolkit> Provisioner::cuda(const util::Version& major_minor, const st
     (void)m_fs.remove_all(staging);
     for (const auto& artifact : artifacts) {
       KB_TRY_ASSIGN(fs::path file, fetch(artifact));
-      auto stats = extract_zip(file, staging, cuda_wheel_entry);
+      auto stats = extract_zip(m_fs, file, staging, cuda_wheel_entry);
       if (!stats) {
         (void)m_fs.remove_all(staging);
         return fail(stats.error());
@@ -324,8 +324,7 @@ Result<CudaToolkit> Provisioner::cuda(const util::Version& major_minor, const st
     }
     m_progress("assembled CUDA " + artifacts.front().version + " from " + std::to_string(artifacts.size()) + " wheels");
     // The wheels ship only the versioned runtime; the linker looks for libcudart.so.
-    std::error_code ec;
-    fs::create_symlink("libcudart.so.13", staging / "lib" / "libcudart.so", ec);
+    (void)m_fs.create_symlink("libcudart.so.13", staging / "lib" / "libcudart.so");
     auto toolkit = identify_cuda(m_launcher, m_fs, staging, "wheels");
     Result<void> verified = toolkit ? verify_toolkit(*toolkit) : Result<void>(fail(toolkit.error()));
     if (!verified) {

@@ -183,6 +183,39 @@ Result<void> RealFileSystem::create_symlink(const fs::path& target, const fs::pa
   return {};
 }
 
+Result<void> RealFileSystem::write_chunks(const fs::path& path, const ChunkSource& next, bool executable) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, executable ? 0755 : 0644);
+  if (fd < 0) {
+    int saved = errno;
+    return io_fail("cannot write " + path.string() + ": " + std::strerror(saved), saved);
+  }
+  std::string chunk;
+  for (;;) {
+    chunk.clear();
+    auto more = next(chunk);
+    if (!more) {
+      ::close(fd);
+      return fail(more.error());
+    }
+    for (size_t written = 0; written < chunk.size();) {
+      ssize_t n = ::write(fd, chunk.data() + written, chunk.size() - written);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        int saved = errno;
+        ::close(fd);
+        return io_fail("cannot write " + path.string() + ": " + std::strerror(saved), saved);
+      }
+      written += static_cast<size_t>(n);
+    }
+    if (!*more) break;
+  }
+  if (::close(fd) != 0) {
+    int saved = errno;
+    return io_fail("cannot write " + path.string() + ": " + std::strerror(saved), saved);
+  }
+  return {};
+}
+
 Result<void> RealFileSystem::read_chunks(const fs::path& path,
                                          const std::function<void(std::string_view)>& consume) const {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

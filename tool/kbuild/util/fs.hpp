@@ -71,6 +71,19 @@ class FileSystem {
     consume(content);
     return {};
   }
+  /// Pulls a piece of the content, appended to `chunk`; false after the last piece (or an error).
+  using ChunkSource = std::function<Result<bool>(std::string& chunk)>;
+  /// Writes `path` (created or truncated; not atomic: for files inside a staging directory that is
+  /// renamed into place afterwards) from the pieces `next` gives, in bounded memory: for extracting
+  /// large archive members. The default collects the whole content and writes it atomically.
+  virtual Result<void> write_chunks(const fs::path& path, const ChunkSource& next, bool executable = false) {
+    std::string content;
+    for (;;) {
+      KB_TRY_ASSIGN(bool more, next(content));
+      if (!more) break;
+    }
+    return write_file_atomic(path, content, executable);
+  }
 };
 
 class RealFileSystem final : public FileSystem {
@@ -78,6 +91,7 @@ class RealFileSystem final : public FileSystem {
   FileStat stat(const fs::path& path) const override;
   Result<std::string> read_file(const fs::path& path) const override;
   Result<void> write_file_atomic(const fs::path& path, std::string_view content, bool executable = false) override;
+  Result<void> write_chunks(const fs::path& path, const ChunkSource& next, bool executable = false) override;
   Result<std::vector<DirEntry>> list_dir(const fs::path& path) const override;
   Result<void> make_dirs(const fs::path& path) override;
   Result<void> remove_all(const fs::path& path) override;

@@ -1,0 +1,16 @@
+#pragma once
+// The errors HubClient's two halves (client.cpp: requests, repos, refs, trees; client_transfer.cpp:
+// downloads, uploads, commits) report; internal to the hub module.
+
+#include <string>
+
+#include "kbuild/util/result.hpp"
+
+namespace kbuild::hub {
+
+/// An answer of the Hub that is not the one asked for (exit code 4, "network").
+Error hub_error(std::string message, std::string hint = {});
+/// No answer at all (connection, TLS, timeout): like hub_error, with ErrorKind::transport.
+Error transport_error(std::string message, std::string hint = {});
+
+}  // namespace kbuild::hub
