@@ -278,7 +278,7 @@ def test_outside_git_the_unique_id_is_a_digest_of_the_sources(tmp_path):
 
 def test_check_accepts_the_build_and_finds_tampering(built_kernel, tmp_path):
     result = run_kbuild("check", built_kernel)
-    assert result.stdout == f"{CPU_VARIANT}: ok\n{CUDA_VARIANT}: ok\n"
+    assert result.stdout == f"{CPU_VARIANT}: ok (unsigned)\n{CUDA_VARIANT}: ok (unsigned)\n"
     # A copy whose library was modified after the build and whose ops file is gone.
     import shutil
 

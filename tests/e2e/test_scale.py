@@ -2,6 +2,9 @@
 PUT, configured here): "machines" are separate kernel checkouts with separate local caches that share
 one server. docs/scale.md has the picture and the figures these runs print."""
 
+import base64
+import hashlib
+import json
 import os
 import re
 import shutil
@@ -12,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import build_args, copy_kernel, empty_compile_cache, run_kbuild
+from conftest import PYTHON, build_args, copy_kernel, empty_compile_cache, run_kbuild
+from test_matrix import MATRIX
+from test_publish import ORG, hub, hub_env  # noqa: F401 (hub is a fixture)
 
 CPU_VARIANT = "torch211-cxx11-cpu-x86_64-linux"
 CUDA_VARIANT = "torch211-cxx11-cu130-x86_64-linux"
@@ -150,3 +155,94 @@ def test_an_unreachable_cache_server_is_a_warning_not_a_failure(tmp_path):
     bad = run_kbuild(*build_args(kernel, "--backend", "cpu"), env=dict(env, KBUILD_REMOTE_CACHE="ftp://x"),
                      check=False)
     assert bad.returncode == 2 and "KBUILD_REMOTE_CACHE" in bad.stderr
+
+
+def put_paths(access_log: Path, after_line: int = 0):
+    """The paths the cache server stored (PUT answered 2xx), from its access log."""
+    paths = set()
+    for line in access_log.read_text().splitlines()[after_line:]:
+        match = re.search(r'"PUT (\S+) HTTP/[\d.]+" (\d{3})', line)
+        if match and match.group(2).startswith("2"):
+            paths.add(match.group(1))
+    return paths
+
+
+def signature_bundle_over(data: bytes) -> str:
+    """A Sigstore bundle (v0.3 shape) whose message digest covers `data`: what CI's keyless `sigstore
+    sign` leaves next to metadata.json (its certificate and log entry cannot be made offline)."""
+    digest = base64.b64encode(hashlib.sha256(data).digest()).decode()
+    return json.dumps({"mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
+                       "verificationMaterial": {"certificate": {"rawBytes": "MIIB"}, "tlogEntries": []},
+                       "messageSignature": {"messageDigest": {"algorithm": "SHA2_256", "digest": digest},
+                                            "signature": "MEUCIQ"}})
+
+
+def test_three_runners_share_one_cache_server_and_one_release(tmp_path, cache_server, hub):  # noqa: F811
+    """The matrix (6 variants) fanned out over three runners, two variants each, with separate local
+    caches and one nginx cache server; their artifacts gathered with --from and published in one
+    commit to `kbuild hub serve`."""
+    url, data = cache_server
+    access_log = data.parent / "access.log"
+    groups = [MATRIX[0:2], MATRIX[2:4], MATRIX[4:6]]
+    artifacts = tmp_path / "artifacts"
+    stored_by = []
+    for index, group in enumerate(groups):
+        log_lines = len(access_log.read_text().splitlines()) if access_log.exists() else 0
+        kernel, env = machine(tmp_path, f"runner-{index + 1}", url)
+        selection = [arg for name in group for arg in ("--variant", name)]
+        started = time.monotonic()
+        built = run_kbuild(*build_args(kernel, "--locked", *selection), env=env, timeout=1800)
+        run_kbuild("check", kernel, env=env)
+        print(f"\nrunner-{index + 1}: {', '.join(group)} in {time.monotonic() - started:.1f} s; "
+              f"{built.stdout.strip().splitlines()[-1]}; remote {stats(env)}")
+        for name in group:  # upload-artifact, one per variant
+            shutil.copytree(kernel / "build" / name, artifacts / f"runner-{index + 1}" / name)
+        stored_by.append(put_paths(access_log, log_lines))
+        print(f"runner-{index + 1} stored {len(stored_by[-1])} entries")
+    # Every compile and link result a runner computes is stored; the later runners never store what
+    # the first stored, so they compiled nothing it had compiled (its objects came from the server).
+    assert stored_by[0], "the first runner stored nothing"
+    assert not (stored_by[1] | stored_by[2]) & stored_by[0]
+    assert stats(env)["remote hits"] > 0  # the third runner's objects shared with the others
+
+    # CI signs each variant's metadata.json; the bundle travels with its variant.
+    signed = artifacts / "runner-1" / MATRIX[0]
+    (signed / "metadata.json.sigstore").write_text(signature_bundle_over((signed / "metadata.json").read_bytes()))
+
+    publisher = copy_kernel(tmp_path / "publisher" / "img2gray")
+    repo_id = f"{ORG}/img2gray-fanout"
+    partial = run_kbuild("publish", publisher, "--from", artifacts / "runner-1", "--from", artifacts / "runner-2",
+                         "--require-all", "--tag", "v1.0.0", "--repo-id", repo_id, env=hub_env(hub, tmp_path),
+                         check=False)
+    assert partial.returncode == 2, partial.stdout + partial.stderr
+    assert f"2 variant(s) of the matrix are missing: {MATRIX[4]}, {MATRIX[5]}" in partial.stderr
+    sources = [arg for index in (1, 2, 3) for arg in ("--from", artifacts / f"runner-{index}")]
+    outcome = json.loads(run_kbuild("publish", publisher, *sources, "--require-all", "--tag", "v1.0.0", "--repo-id",
+                                    repo_id, "--json", env=hub_env(hub, tmp_path)).stdout)
+    assert outcome["variants"] == MATRIX and outcome["missing"] == [] and outcome["signed"] == [MATRIX[0]]
+    assert len(outcome["plan"]) == 2 and outcome["status"] == "uploaded"
+
+    script = r"""
+import json, sys
+from pathlib import Path
+from huggingface_hub import HfApi, snapshot_download
+from kernels.verify import VerificationResult, verify_variant
+api = HfApi()
+files = api.list_repo_files(sys.argv[1], repo_type="kernel", revision="v1")
+commits = api.list_repo_commits(sys.argv[1], repo_type="kernel", revision="v1")
+variants = sorted({f.split("/")[1] for f in files if f.startswith("build/")})
+root = Path(snapshot_download(sys.argv[1], repo_type="kernel", revision="v1.0.0",
+                              allow_patterns=[f"build/{sys.argv[2]}/*"]))
+verdict = verify_variant(root / "build" / sys.argv[2])
+print(json.dumps({"variants": variants, "commits": len(commits), "verdict": type(verdict).__name__,
+                  "bundle": f"build/{sys.argv[2]}/metadata.json.sigstore" in files}))
+"""
+    seen = subprocess.run([PYTHON, "-c", script, repo_id, MATRIX[0]], env=hub_env(hub, tmp_path),
+                          capture_output=True, text=True)
+    assert seen.returncode == 0, seen.stdout + seen.stderr
+    hub_view = json.loads(seen.stdout.strip().splitlines()[-1])
+    assert hub_view["variants"] == MATRIX and hub_view["bundle"]
+    assert hub_view["commits"] == 2  # the repository's first commit, then all six variants in one
+    # The kernels package finds the bundle where kbuild put it (it is not "missing"); it rejects this
+    # one because its certificate is not a real Sigstore certificate (keyless signing cannot run here).
+    assert hub_view["verdict"] == "SignatureBundleInvalid", hub_view

@@ -6,6 +6,7 @@
 
 #include "kbuild/cli/command.hpp"
 #include "kbuild/layout/check.hpp"
+#include "kbuild/layout/signature.hpp"
 
 namespace kbuild::cli {
 
@@ -40,7 +41,11 @@ Result<ExitCode> run_check(const CheckOptions& options, Services& services) {
           {{"severity", issue.error ? "error" : "warning"}, {"where", issue.where}, {"message", issue.message}});
       if (!options.json) fmt::print("{}: {}: {}\n", issue.where, issue.error ? "error" : "warning", issue.message);
     }
-    if (!options.json && issues.empty()) fmt::print("{}: ok\n", variant.filename().string());
+    // The signature's state, as information (an invalid bundle is an error issue above).
+    std::string signature = layout::to_string(layout::signature_status(services.fs, variant).state);
+    if (signature != "invalid")
+      entry.push_back({{"severity", "info"}, {"where", variant.filename().string()}, {"message", signature}});
+    if (!options.json && issues.empty()) fmt::print("{}: ok ({})\n", variant.filename().string(), signature);
   }
   if (options.json) fmt::print("{}\n", report.dump(2));
   if (errors > 0)

@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "kbuild/build/kernel_source.hpp"
+#include "kbuild/build/matrix_session.hpp"
 #include "kbuild/cli/command.hpp"
 #include "kbuild/cli/hub_session.hpp"
 #include "kbuild/hub/publish.hpp"
@@ -28,6 +29,8 @@ struct PublishCliOptions {
   bool json = false;
   bool verbose = false;
   bool quiet = false;
+  std::vector<std::string> from;
+  bool require_all = false;
 };
 
 std::string megabytes(std::uint64_t bytes) { return fmt::format("{:.1f} MB", bytes / 1e6); }
@@ -39,6 +42,45 @@ void print_plan(const hub::PublishOutcome& outcome) {
     for (const auto& file : planned.plan.adds) fmt::print("  + {} ({})\n", file.path, megabytes(file.size));
     for (const auto& path : planned.plan.deletes) fmt::print("  - {}\n", path);
   }
+}
+
+// The outcome as one JSON document on stdout (docs/cli.md, "publish --json").
+void print_json(const hub::PublishOutcome& outcome) {
+  nlohmann::ordered_json j = {{"status", outcome.status},
+                              {"repo_id", outcome.repo_id},
+                              {"branch", outcome.branch},
+                              {"tag", outcome.tag.empty() ? nlohmann::json() : nlohmann::json(outcome.tag)},
+                              {"commit", outcome.commit},
+                              {"url", outcome.url},
+                              {"variants", outcome.variants},
+                              {"requests", outcome.traffic.requests},
+                              {"lfs_objects_uploaded", outcome.traffic.lfs_objects_uploaded},
+                              {"lfs_bytes_uploaded", outcome.traffic.lfs_bytes_uploaded},
+                              {"inline_bytes", outcome.traffic.inline_bytes}};
+  j["missing"] = outcome.missing;
+  j["signed"] = outcome.signed_variants;
+  if (outcome.pull_request_url) j["pull_request_url"] = *outcome.pull_request_url;
+  j["plan"] = nlohmann::ordered_json::array();
+  for (const auto& planned : outcome.plans) {
+    nlohmann::ordered_json p = {{"branch", planned.branch},
+                                {"add", nlohmann::ordered_json::array()},
+                                {"delete", planned.plan.deletes},
+                                {"unchanged", planned.plan.unchanged.size()}};
+    for (const auto& file : planned.plan.adds) p["add"].push_back({{"path", file.path}, {"size", file.size}});
+    j["plan"].push_back(p);
+  }
+  fmt::print("{}\n", j.dump(2));
+}
+
+// The variants of the kernel's matrix (kbuild.toml, or the default table), for naming what a
+// release lacks; none when the matrix cannot be read (build reports that).
+std::vector<std::string> matrix_variant_names(Services& services, const config::KernelConfig& config,
+                                              const std::filesystem::path& kernel_dir) {
+  auto session = build::open_matrix(services.fs, config, kernel_dir, {}, false, {}, true);
+  std::vector<std::string> names;
+  if (session)
+    for (const auto& entry : session->all) names.push_back(entry.variant.name());
+  return names;
 }
 
 Result<ExitCode> run_publish(const PublishCliOptions& options, Services& services) {
@@ -57,6 +99,9 @@ Result<ExitCode> run_publish(const PublishCliOptions& options, Services& service
   publish.dry_run = options.dry_run;
   publish.force = options.force;
   publish.has_token = hub.token.has_value();
+  for (const auto& dir : options.from) publish.sources.push_back(std::filesystem::absolute(dir));
+  publish.expected_variants = matrix_variant_names(services, config, kernel_dir);
+  publish.require_all = options.require_all;
 
   const bool terminal = is_smart_terminal(stderr, services.env) && !options.json && !options.quiet;
   auto start = services.clock.now();
@@ -87,28 +132,7 @@ Result<ExitCode> run_publish(const PublishCliOptions& options, Services& service
   KB_TRY_ASSIGN(auto outcome, std::move(published));
 
   if (options.json) {
-    nlohmann::ordered_json j = {{"status", outcome.status},
-                                {"repo_id", outcome.repo_id},
-                                {"branch", outcome.branch},
-                                {"tag", outcome.tag.empty() ? nlohmann::json() : nlohmann::json(outcome.tag)},
-                                {"commit", outcome.commit},
-                                {"url", outcome.url},
-                                {"variants", outcome.variants},
-                                {"requests", outcome.traffic.requests},
-                                {"lfs_objects_uploaded", outcome.traffic.lfs_objects_uploaded},
-                                {"lfs_bytes_uploaded", outcome.traffic.lfs_bytes_uploaded},
-                                {"inline_bytes", outcome.traffic.inline_bytes}};
-    if (outcome.pull_request_url) j["pull_request_url"] = *outcome.pull_request_url;
-    j["plan"] = nlohmann::ordered_json::array();
-    for (const auto& planned : outcome.plans) {
-      nlohmann::ordered_json p = {{"branch", planned.branch},
-                                  {"add", nlohmann::ordered_json::array()},
-                                  {"delete", planned.plan.deletes},
-                                  {"unchanged", planned.plan.unchanged.size()}};
-      for (const auto& file : planned.plan.adds) p["add"].push_back({{"path", file.path}, {"size", file.size}});
-      j["plan"].push_back(p);
-    }
-    fmt::print("{}\n", j.dump(2));
+    print_json(outcome);
     return ExitCode::ok;
   }
   if (outcome.status == "dry_run") {
@@ -148,6 +172,12 @@ void register_publish(CLI::App& app, CommandAction& action) {
                 "Open a pull request against the version branch instead of committing");
   cmd->add_flag("--dry-run", options->dry_run, "Only print the plan: files to add and delete per branch");
   cmd->add_flag("--force", options->force, "Move an existing tag");
+  cmd->add_option("--from", options->from,
+                  "Publish the variants of DIR instead of build/: a variant directory or a directory of them "
+                  "(artifacts built elsewhere); repeatable")
+      ->type_name("DIR");
+  cmd->add_flag("--require-all", options->require_all,
+                "Refuse to publish unless every variant of the kernel's matrix is there");
   cmd->add_flag("--json", options->json, "Print the outcome as JSON");
   cmd->add_flag("-v,--verbose", options->verbose, "Print every request (the token is never printed)");
   cmd->add_flag("-q,--quiet", options->quiet, "Print only the result line, warnings and errors (no progress)");

@@ -36,51 +36,6 @@ std::string human(std::uint64_t bytes) {
 
 }  // namespace
 
-Result<BuildInventory> inventory_build(const util::FileSystem& fs, const fs::path& kernel_dir) {
-  fs::path build = kernel_dir / "build";
-  auto entries = fs.list_dir(build);
-  if (!entries) return fail(usage("no build/ in " + kernel_dir.string(), "run kbuild build first"));
-  BuildInventory inventory;
-  std::set<std::int64_t> versions;
-  for (const auto& entry : *entries) {
-    if (!entry.is_dir || entry.name.starts_with(".")) continue;
-    fs::path dir = build / entry.name;
-    auto text = fs.read_file(dir / "metadata.json");
-    if (!text) return fail(usage("build/" + entry.name + " has no metadata.json", "rebuild it with kbuild build"));
-    KB_TRY_ASSIGN(auto metadata, layout::Metadata::parse(*text));
-    if (!metadata.digest) return fail(usage("build/" + entry.name + "/metadata.json has no digest", "rebuild it"));
-    KB_TRY_ASSIGN(auto actual, layout::hash_variant_dir(fs, dir));
-    if (actual != *metadata.digest)
-      return fail(
-          usage("build/" + entry.name + " does not match the digest in its metadata.json (modified after the build?)",
-                "rebuild it with kbuild build; kbuild check shows which files differ"));
-    versions.insert(metadata.version);
-    inventory.variants.push_back(entry.name);
-    KB_TRY_ASSIGN(auto files, util::list_files_recursive(fs, dir));
-    for (const auto& rel : files) {
-      if (!layout::is_digested(rel) && rel != "metadata.json") continue;  // bytecode
-      KB_TRY_ASSIGN(auto file, describe_file(fs, dir / rel, "build/" + entry.name + "/" + rel));
-      inventory.files.push_back(std::move(file));
-    }
-  }
-  if (inventory.variants.empty()) return fail(usage("build/ holds no variants", "run kbuild build first"));
-  if (versions.size() > 1) {
-    std::vector<std::string> list;
-    for (auto v : versions) list.push_back(std::to_string(v));
-    return fail(usage("the variants in build/ have different kernel versions (" + util::join(list, ", ") + ")",
-                      "remove stale variants (kbuild clean --all) and build again"));
-  }
-  inventory.version = *versions.begin();
-  if (auto benchmarks = fs.list_dir(kernel_dir / "benchmarks")) {
-    for (const auto& entry : *benchmarks) {
-      if (!entry.is_file || !entry.name.starts_with("benchmark") || !entry.name.ends_with(".py")) continue;
-      KB_TRY_ASSIGN(auto file, describe_file(fs, kernel_dir / "benchmarks" / entry.name, "benchmarks/" + entry.name));
-      inventory.files.push_back(std::move(file));
-    }
-  }
-  return inventory;
-}
-
 Result<std::string> render_card(const util::FileSystem& fs, const config::KernelConfig& config,
                                 const fs::path& kernel_dir, const std::string& repo_id,
                                 const std::vector<std::string>& variants) {
@@ -189,6 +144,7 @@ struct PublishTarget {
   BuildInventory inventory;
   RepoRef repo;
   std::string branch;
+  std::vector<std::string> missing;
 };
 
 Result<PublishTarget> validate(const util::FileSystem& fs, const config::KernelConfig& config,
@@ -198,8 +154,14 @@ Result<PublishTarget> validate(const util::FileSystem& fs, const config::KernelC
   if (!options.tag.empty() && !major)
     return fail(usage("--tag " + options.tag + " is not a release tag", "write it as vMAJOR.MINOR.PATCH, e.g. v1.0.0"));
   PublishTarget target;
-  KB_TRY_ASSIGN(target.inventory, inventory_build(fs, options.kernel_dir));
+  KB_TRY_ASSIGN(target.inventory, inventory_build(fs, options.kernel_dir, options.sources));
   const auto version = target.inventory.version;
+  target.missing = missing_variants(options.expected_variants, target.inventory.variants);
+  if (options.require_all && !target.missing.empty())
+    return fail(usage(std::to_string(target.missing.size()) +
+                          " variant(s) of the matrix are missing: " + util::join(target.missing, ", "),
+                      "build them (kbuild build --variant NAME) or gather their artifacts with --from; without "
+                      "--require-all a partial release is published"));
   if (major && *major != version)
     return fail(usage("--tag " + options.tag + " does not match the kernel's version " + std::to_string(version) +
                           " (general.version in build.toml; variants go to branch v" + std::to_string(version) + ")",
@@ -307,6 +269,12 @@ Result<PublishOutcome> publish(HubClient& client, util::FileSystem& fs, const co
   outcome.branch = branch;
   outcome.tag = options.tag;
   outcome.variants = target.inventory.variants;
+  outcome.missing = target.missing;
+  outcome.signed_variants = target.inventory.signed_variants;
+  if (!target.missing.empty() && hooks.info)
+    hooks.info(std::to_string(target.missing.size()) + " of the matrix's " +
+               std::to_string(options.expected_variants.size()) + " variants are not in this release: " +
+               util::join(target.missing, ", ") + " (--require-all refuses a partial release)");
   outcome.url = client.repo_url(repo) + "/tree/" + branch;
 
   KB_TRY_ASSIGN(std::string card, render_card(fs, config, options.kernel_dir, repo.id, target.inventory.variants));

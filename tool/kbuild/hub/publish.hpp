@@ -1,8 +1,10 @@
 #pragma once
 // `kbuild publish`: build/<variant>/ directories -> a kernel repository on the Hub.
 //
-//   1. validate, before any request: every variant has metadata.json and matches its digest, all
-//      variants have one kernel version N, the tag is vMAJOR.MINOR.PATCH with MAJOR == N;
+//   1. validate, before any request (hub/inventory.hpp): every variant of build/ (or of --from
+//      directories) has metadata.json and matches its digest, all variants have one kernel version N
+//      and one ops id, the tag is vMAJOR.MINOR.PATCH with MAJOR == N; with --require-all, every
+//      variant of the matrix is there;
 //   2. create the repository if missing (exist_ok), create branch vN from main if missing;
 //   3. plan each branch's commit as data: on vN, every file of the published variants
 //      (build/<variant>/...) and benchmarks/benchmark*.py, deleting stale files inside those
@@ -21,6 +23,7 @@
 #include "kbuild/config/model.hpp"
 #include "kbuild/hub/client.hpp"
 #include "kbuild/hub/commit_plan.hpp"
+#include "kbuild/hub/inventory.hpp"
 #include "kbuild/util/fs.hpp"
 #include "kbuild/util/result.hpp"
 
@@ -38,6 +41,12 @@ struct PublishOptions {
   /// Whether the client has a token. Publishing (not --dry-run) needs one; checked after the local
   /// validation, so that a wrong tag or a bad build is reported first.
   bool has_token = true;
+  /// --from: directories of variants built elsewhere (see inventory_build); empty: build/.
+  std::vector<std::filesystem::path> sources;
+  /// The variants of the kernel's matrix; those not published are named (hooks.info), and with
+  /// `require_all` refused before any request.
+  std::vector<std::string> expected_variants;
+  bool require_all = false;
 };
 
 struct PlannedBranch {
@@ -55,6 +64,8 @@ struct PublishOutcome {
   std::string url;
   std::optional<std::string> pull_request_url;
   std::vector<std::string> variants;
+  std::vector<std::string> missing;          ///< expected variants not published
+  std::vector<std::string> signed_variants;  ///< published with a metadata.json.sigstore
   std::vector<PlannedBranch> plans;
   TrafficStats traffic;
 };
@@ -63,16 +74,6 @@ struct PublishHooks {
   std::function<void(const std::string&)> info;
   std::function<void(std::uint64_t done, std::uint64_t total)> upload_progress;
 };
-
-/// The validated contents of build/: variants and the kernel version they agree on.
-struct BuildInventory {
-  std::vector<std::string> variants;
-  std::int64_t version = 0;
-  std::vector<LocalFile> files;  ///< build/<variant>/... and benchmarks/benchmark*.py
-};
-
-/// Step 1 without the tag: reads and verifies build/ (digests), and describes every file.
-Result<BuildInventory> inventory_build(const util::FileSystem& fs, const std::filesystem::path& kernel_dir);
 
 /// The model card (README.md on main), rendered from templates/CARD.md.in.
 Result<std::string> render_card(const util::FileSystem& fs, const config::KernelConfig& config,

@@ -6,6 +6,7 @@
 #include "kbuild/config/variant.hpp"
 #include "kbuild/layout/digest.hpp"
 #include "kbuild/layout/metadata.hpp"
+#include "kbuild/layout/signature.hpp"
 #include "kbuild/util/version.hpp"
 
 namespace kbuild::layout {
@@ -150,6 +151,8 @@ std::vector<CheckIssue> check_variant(const util::FileSystem& fs, const std::fil
     error(name + "/metadata.json", "backend.type is " + config::to_string(metadata->backend) +
                                        " but the variant name says " + config::to_string(variant->backend));
 
+  if (auto signature = signature_status(fs, variant_dir); signature.state == SignatureStatus::State::invalid)
+    error(name + "/metadata.json.sigstore", signature.detail);
   if (!metadata->digest) {
     issues.push_back({false, name + "/metadata.json", "has no digest; kbuild build always writes one"});
   } else if (auto actual = hash_variant_dir(fs, variant_dir)) {
