@@ -2,6 +2,7 @@
 
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -35,12 +36,33 @@ def test_init_creates_a_git_repository_unless_told_not_to_and_takes_a_license(tm
     staged = subprocess.run(["git", "-C", tmp_path / "with-git", "diff", "--cached", "--name-only"],
                             capture_output=True, text=True, check=True).stdout.split()
     assert "build.toml" in staged and ".clangd" in staged
+    # The CI fan-out workflow comes with the project, staged, and passes the GitHub workflow schema.
+    workflow = tmp_path / "with-git" / ".github" / "workflows" / "kbuild-with-git.yml"
+    assert ".github/workflows/kbuild-with-git.yml" in staged
+    lint = subprocess.run([str(Path(PYTHON).parent / "check-jsonschema"), "--builtin-schema", "vendor.github-workflows",
+                           str(workflow)], capture_output=True, text=True)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
     assert 'license = "MIT"' in (tmp_path / "with-git" / "build.toml").read_text()
     run_kbuild("config", tmp_path / "with-git")
-    run_kbuild("init", "no-git", "--no-git", cwd=tmp_path)
-    assert not (tmp_path / "no-git" / ".git").exists()
+    run_kbuild("init", "no-git", "--no-git", "--no-ci", cwd=tmp_path)
+    assert not (tmp_path / "no-git" / ".git").exists() and not (tmp_path / "no-git" / ".github").exists()
     bad = run_kbuild("init", "bad-license", "--license", 'MIT"\n', cwd=tmp_path, check=False)
     assert bad.returncode == 2 and not (tmp_path / "bad-license").exists()
+
+
+@pytest.mark.slow
+def test_a_cpu_only_project_builds_one_variant_and_its_tests_pass(tmp_path):
+    run_kbuild("init", "cpu-relu", "--backends", "cpu", cwd=tmp_path)
+    project = tmp_path / "cpu-relu"
+    assert not (project / "cpu_relu_cuda").exists()
+    built = run_kbuild(*build_args(project))
+    assert sorted(p.name for p in (project / "build").iterdir()) == ["torch211-cxx11-cpu-x86_64-linux"], built.stdout
+    tests = subprocess.run([PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], cwd=project,
+                           capture_output=True, text=True)
+    assert tests.returncode == 0, tests.stdout + tests.stderr
+    assert "passed" in tests.stdout and "skipped" not in tests.stdout
+    refused = run_kbuild("init", "rocm-relu", "--backends", "cpu,rocm", cwd=tmp_path, check=False)
+    assert refused.returncode == 2 and "not \"rocm\"" in refused.stderr and not (tmp_path / "rocm-relu").exists()
 
 
 def test_init_refuses_bad_names_and_non_empty_directories(tmp_path):

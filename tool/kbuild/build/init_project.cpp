@@ -1,0 +1,118 @@
+#include "kbuild/build/init_project.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "kbuild/build/ci_workflow.hpp"
+#include "kbuild/build/kernel_source.hpp"
+#include "kbuild/config/build_toml.hpp"
+#include "kbuild/layout/templates.hpp"
+#include "kbuild/util/strings.hpp"
+
+namespace kbuild::build {
+
+namespace {
+
+std::string replace_all(std::string text, const std::string& from, const std::string& to) {
+  for (size_t pos = 0; (pos = text.find(from, pos)) != std::string::npos; pos += to.size())
+    text.replace(pos, from.size(), to);
+  return text;
+}
+
+// build.toml without the [kernel.<component>] table of a backend that was not chosen (the template
+// has one table per backend, each ending at the next table or the end).
+std::string without_table(std::string toml, const std::string& header) {
+  size_t start = toml.find("\n" + header + "\n");
+  if (start == std::string::npos) return toml;
+  size_t end = toml.find("\n[", start + 1);
+  toml.erase(start, end == std::string::npos ? std::string::npos : end - start);
+  return toml;
+}
+
+Result<void> validate(const InitRequest& request, const util::FileSystem& fs) {
+  if (!config::is_valid_kernel_name(request.name))
+    return fail("\"" + request.name + "\" is not a valid kernel name",
+                "use lowercase letters, digits and '-', starting with a letter, e.g. my-relu", ExitCode::usage);
+  if (request.license.empty() || request.license.find_first_of("\"\\\n") != std::string::npos)
+    return fail("--license \"" + request.license + "\" is not an SPDX license expression",
+                "e.g. Apache-2.0, MIT, BSD-3-Clause", ExitCode::usage);
+  if (request.backends.empty())
+    return fail("--backends is empty", "choose cpu, cuda or both (cpu,cuda)", ExitCode::usage);
+  for (const auto& backend : request.backends)
+    if (backend != "cpu" && backend != "cuda")
+      return fail("init scaffolds cpu and cuda components, not \"" + backend + "\"",
+                  "use --backends cpu, cuda or cpu,cuda; other backends' components go into build.toml by hand",
+                  ExitCode::usage);
+  if (auto st = fs.stat(request.target); st.exists) {
+    auto entries = fs.list_dir(request.target);
+    if (!st.is_dir || !entries || !entries->empty())
+      return fail(request.target.string() + " already exists and is not empty; nothing was written",
+                  "choose another directory", ExitCode::usage);
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<InitOutcome> init_project(const InitRequest& request, util::FileSystem& fs, util::ProcessLauncher& launcher) {
+  KB_TRY(validate(request, fs));
+  auto has = [&](const std::string& backend) {
+    return std::find(request.backends.begin(), request.backends.end(), backend) != request.backends.end();
+  };
+  std::string python_name = replace_all(request.name, "-", "_");
+  std::vector<std::string> quoted;
+  for (const char* backend : {"cpu", "cuda"})
+    if (has(backend)) quoted.push_back(std::string("\"") + backend + "\"");
+  std::map<std::string, std::string> vars = {
+      {"NAME", request.name},
+      {"PYTHON_NAME", python_name},
+      {"REPO_ID", request.repo_id.empty() ? "your-org/" + request.name : request.repo_id},
+      {"LICENSE", request.license},
+      {"BACKENDS_LIST", util::join(quoted, ", ")}};
+
+  // Assemble next to the target, then rename: an interrupted init leaves nothing half-written.
+  auto staging = util::temp_sibling(request.target);
+  InitOutcome outcome;
+  auto written = [&]() -> Result<void> {
+    for (const auto& path : layout::template_paths()) {
+      if (!path.starts_with("init/")) continue;
+      std::string rel = replace_all(path.substr(5), "__PYTHON_NAME__", python_name);
+      if (rel.ends_with(".in")) rel.resize(rel.size() - 3);
+      if (rel == "gitignore" || rel == "clangd") rel = "." + rel;
+      // The CUDA component's own sources; the CPU sources serve the CUDA variant too.
+      if (!has("cuda") && rel.starts_with(python_name + "_cuda/")) continue;
+      KB_TRY_ASSIGN(std::string content, layout::render_template(path, vars));
+      if (rel == "build.toml") {
+        for (const char* backend : {"cpu", "cuda"})
+          if (!has(backend)) content = without_table(content, "[kernel." + python_name + "_" + backend + "]");
+      }
+      KB_TRY(fs.write_file_atomic(staging / rel, content));
+      outcome.files.push_back(rel);
+    }
+    if (request.ci) {
+      KB_TRY_ASSIGN(config::KernelConfig config, load_kernel(fs, staging, {}));
+      KB_TRY_ASSIGN(CiWorkflow workflow, render_github_workflow(config, staging, "."));
+      KB_TRY(fs.write_file_atomic(workflow.path, workflow.text));
+      outcome.files.push_back(workflow.path.lexically_relative(staging).generic_string());
+    }
+    return {};
+  }();
+  if (!written) {
+    (void)fs.remove_all(staging);
+    return fail(written.error());
+  }
+  (void)fs.remove_all(request.target);  // an empty directory, checked above
+  KB_TRY(fs.rename(staging, request.target));
+
+  // A git repository from the start: the ops id follows its tree (stable across edits and checkouts).
+  if (request.git) {
+    auto git_init = launcher.run({"git", "init", "-q", request.target.string()});
+    auto git_add = git_init && git_init->exit_code == 0
+                       ? launcher.run({"git", "-C", request.target.string(), "add", "-A"})
+                       : git_init;
+    outcome.git_created = git_add && git_add->exit_code == 0;
+  }
+  return outcome;
+}
+
+}  // namespace kbuild::build

@@ -1,0 +1,37 @@
+#pragma once
+// `kbuild init` as a library function: a kernel project from templates/init/ (a relu op with a CPU
+// and/or a CUDA component, its binding, Python package and tests, .gitignore, .clangd), the CI
+// workflow of `kbuild ci github`, and a git repository with everything staged. The project is
+// assembled in a temporary sibling and renamed into place, so an interrupted or refused init leaves
+// nothing behind.
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "kbuild/util/fs.hpp"
+#include "kbuild/util/process.hpp"
+#include "kbuild/util/result.hpp"
+
+namespace kbuild::build {
+
+struct InitRequest {
+  std::string name;              ///< the kernel name (general.name)
+  std::filesystem::path target;  ///< absolute; must not exist, or be an empty directory
+  std::string repo_id;           ///< [general.hub] repo-id; empty: your-org/<name>
+  std::string license = "Apache-2.0";
+  std::vector<std::string> backends = {"cpu", "cuda"};  ///< a non-empty subset of cpu, cuda
+  bool git = true;                                      ///< git init + add
+  bool ci = true;                                       ///< .github/workflows/kbuild-<name>.yml
+};
+
+struct InitOutcome {
+  std::vector<std::string> files;  ///< written, relative to the target
+  bool git_created = false;        ///< false also when git was asked for but is not available
+};
+
+/// Validates the request (exit 2 for a bad name, license, backend list or a non-empty target), then
+/// writes the project.
+Result<InitOutcome> init_project(const InitRequest& request, util::FileSystem& fs, util::ProcessLauncher& launcher);
+
+}  // namespace kbuild::build
