@@ -45,9 +45,9 @@ def copy_kernel(destination: Path, source: Path = IMG2GRAY, init_git: bool = Tru
 
 def empty_compile_cache(directory: Path) -> Path:
     """A KBUILD_CACHE with no compiled objects that shares the user's fetched toolchains and
-    downloads (gigabytes) by symlink."""
+    downloads and the test environments of `kbuild test` (gigabytes) by symlink."""
     directory.mkdir(parents=True, exist_ok=True)
-    for shared in ("toolchains", "downloads"):
+    for shared in ("toolchains", "downloads", "test-envs"):
         (USER_CACHE / shared).mkdir(parents=True, exist_ok=True)
         (directory / shared).symlink_to(USER_CACHE / shared)
     return directory

@@ -47,6 +47,7 @@ def test_the_workflow_is_valid_and_its_steps_build_gather_and_publish(tmp_path, 
     runs, document = workflow_runs(workflow)
     assert any("kbuild variants kernels/img2gray --json" in run for run in runs["variants"])
     assert 'kbuild build kernels/img2gray --variant "${{ matrix.variant }}"' in runs["build"]
+    assert 'kbuild test kernels/img2gray --variant "${{ matrix.variant }}"' in runs["build"]
     assert 'kbuild publish kernels/img2gray --tag "${{ github.ref_name }}" --require-all' in runs["publish"]
     # On tags each build job signs its variant's metadata.json with the workflow's identity.
     assert any("sigstore sign --bundle" in run and "metadata.json.sigstore" in run for run in runs["build"])

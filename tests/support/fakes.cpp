@@ -4,9 +4,12 @@
 
 namespace kbuild::fakes {
 
-Result<util::ProcessResult> FakeLauncher::run(const std::vector<std::string>& argv, const util::ProcessOptions&) {
+Result<util::ProcessResult> FakeLauncher::run(const std::vector<std::string>& argv,
+                                              const util::ProcessOptions& options) {
   std::string key = util::join(argv, " ");
   ran.push_back(key);
+  if (handler)
+    if (auto answer = handler(argv, options)) return *answer;
   auto it = answers.find(key);
   if (it != answers.end()) return it->second;
   for (const auto& [prefix, result] : prefix_answers)

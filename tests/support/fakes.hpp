@@ -2,7 +2,9 @@
 // Data-driven fakes for the process seams.
 
 #include <deque>
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +25,10 @@ class FakeLauncher final : public util::ProcessLauncher {
   std::vector<std::string> ran;
   /// What find() answers: program -> path (a program with '/' is found as itself).
   std::map<std::string, std::filesystem::path> programs;
+  /// Consulted first, with the options too (e.g. to write the files a program would write, or to
+  /// check its environment); nullopt falls through to the tables.
+  std::function<std::optional<util::ProcessResult>(const std::vector<std::string>&, const util::ProcessOptions&)>
+      handler;
 
   Result<util::ProcessResult> run(const std::vector<std::string>& argv, const util::ProcessOptions& = {}) override;
   std::optional<std::filesystem::path> find(const std::string& program) const override;

@@ -60,7 +60,7 @@ TEST_F(InitFixture, OneBackendOnly) {
   ASSERT_TRUE(config) << config.error().message;
   ASSERT_EQ(config->kernels.size(), 1u);
   EXPECT_EQ(config->kernels.front().backend, config::Backend::cpu);
-  EXPECT_NE(fs.content("/p/my-relu/tests/test_my_relu.py").find("params=[\"cpu\"]"), std::string::npos);
+  EXPECT_NE(fs.content("/p/my-relu/tests/test_my_relu.py").find("for b in [\"cpu\"] if"), std::string::npos);
 
   fs.remove_all("/p/my-relu");
   auto cuda = build::init_project(request({"cuda"}), fs, launcher);

@@ -5,8 +5,8 @@ variants are loaded through the `kernels` package (get_local_kernel), the way us
 `kernels` is not installed (e.g. on an air-gapped GPU machine), the variant directory is imported
 the same way the loader does it (module named after metadata.json's id).
 
-IMG2GRAY_BACKENDS lists the variants to test ("cpu,cuda"; default: cpu, plus cuda when this torch
-is a CUDA build). A variant asked for but not built is a failure, never a skip: an empty build/ must
+IMG2GRAY_BACKENDS lists the variants to test ("cpu,cuda"; default: the backend `kbuild test` names in
+KBUILD_TEST_BACKEND, else cpu, plus cuda when this torch is a CUDA build). A variant asked for but not built is a failure, never a skip: an empty build/ must
 not pass. The only skips are GPU tests on a machine without a GPU, and they say so.
 """
 
@@ -45,6 +45,7 @@ _loaded = {}
 
 def backends_to_test() -> list[str]:
     default = "cpu,cuda" if torch.version.cuda is not None else "cpu"
+    default = os.environ.get("KBUILD_TEST_BACKEND", default)
     return [b.strip() for b in os.environ.get("IMG2GRAY_BACKENDS", default).split(",") if b.strip()]
 
 
@@ -53,6 +54,9 @@ def load(backend: str):
         if backend == "cuda" and torch.version.cuda is None:
             pytest.fail("IMG2GRAY_BACKENDS asks for the cuda variant, but this torch is not a CUDA build")
         path = _variant_dir(backend)
+        asked = os.environ.get("KBUILD_TEST_VARIANT_DIR")
+        if asked and backend == os.environ.get("KBUILD_TEST_BACKEND") and Path(asked).resolve() != path.resolve():
+            pytest.fail(f"kbuild test asked for {asked}, but this Torch ({torch.__version__}) loads {path}")
         if not path.is_dir():
             pytest.fail(f"the {backend} variant was not built: {path} does not exist (run kbuild build)")
         try:

@@ -174,9 +174,9 @@ int run(int argc, char** argv) {
       "problem, 4 network/Hub error, 130 interrupted.\nDocumentation: docs/cli.md");
   CommandAction action;
   for (Registrar registrar :
-       {register_init, register_build, register_variants, register_check, register_clean, register_toolchains,
-        register_cache, register_config, register_publish, register_whoami, register_hub, register_lock,
-        register_download, register_versions, register_ci, register_update_build, register_completions})
+       {register_init, register_build, register_variants, register_check, register_test, register_clean,
+        register_toolchains, register_cache, register_config, register_publish, register_whoami, register_hub,
+        register_lock, register_download, register_versions, register_ci, register_update_build, register_completions})
     registrar(app, action);
   one_value_per_option(app);
   if (auto error = unknown_command(app, argc, argv); error || (error = unknown_option(app, argc, argv))) {

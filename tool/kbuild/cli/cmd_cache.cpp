@@ -45,9 +45,11 @@ Result<ExitCode> run_clean_cache(bool toolchains, Services& services) {
   if (toolchains) {
     parts.push_back("toolchains");
     parts.push_back("downloads");
+    parts.push_back("test-envs");
   }
   for (const auto& part : parts) KB_TRY(services.fs.remove_all(dir / part));
-  fmt::print("emptied the compile cache{} in {}\n", toolchains ? " and the toolchains" : "", dir.string());
+  fmt::print("emptied the compile cache{} in {}\n", toolchains ? ", the toolchains and the test environments" : "",
+             dir.string());
   return ExitCode::ok;
 }
 
@@ -71,7 +73,8 @@ void register_cache(CLI::App& app, CommandAction& action) {
   verify->callback([&action] { action = [](Services& s) { return run_verify(s); }; });
   auto toolchains = std::make_shared<bool>(false);
   CLI::App* clean = group->add_subcommand("clean", "Remove every cached object (and with --toolchains the toolchains)");
-  clean->add_flag("--toolchains", *toolchains, "Also remove downloaded and unpacked toolchains");
+  clean->add_flag("--toolchains", *toolchains,
+                  "Also remove downloaded and unpacked toolchains and the test environments of kbuild test");
   clean->callback(
       [toolchains, &action] { action = [toolchains](Services& s) { return run_clean_cache(*toolchains, s); }; });
 }

@@ -34,6 +34,7 @@ using Registrar = void (*)(CLI::App& app, CommandAction& action);
 
 void register_build(CLI::App& app, CommandAction& action);
 void register_clean(CLI::App& app, CommandAction& action);
+void register_test(CLI::App& app, CommandAction& action);
 void register_check(CLI::App& app, CommandAction& action);
 void register_init(CLI::App& app, CommandAction& action);
 void register_config(CLI::App& app, CommandAction& action);

@@ -6,6 +6,9 @@
 //                                            complete when <name>/.complete exists
 //   <root>/objects/<k2>/<key>                the compile cache (cache/compile_cache.hpp): outputs,
 //   <root>/manifests/<k2>/<key>              manifests, counters and temporary files
+//   <root>/test-envs/<name>/                 Python environments of `kbuild test`, one per Torch
+//                                            version, Python version and test requirements
+//                                            (build/test_variants.hpp); complete when .complete exists
 //   <root>/stats, <root>/tmp/
 //
 // <root> is $KBUILD_CACHE, else $XDG_CACHE_HOME/kbuild, else ~/.cache/kbuild.
@@ -28,6 +31,7 @@ struct CacheLayout {
   std::filesystem::path manifests() const { return root / "manifests"; }
   std::filesystem::path stats() const { return root / "stats"; }
   std::filesystem::path temp() const { return root / "tmp"; }
+  std::filesystem::path test_envs() const { return root / "test-envs"; }
   /// The parts `kbuild cache clean` removes (with toolchains: also downloads and toolchains).
   static const char* const* compile_cache_parts();  ///< null-terminated
 };

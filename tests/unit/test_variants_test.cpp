@@ -1,0 +1,156 @@
+// `kbuild test` (build/test_variants.hpp) through fakes: which Python serves each variant, the test
+// environments it creates (and reuses), what the tests are told, and how results are read.
+
+#include <gtest/gtest.h>
+
+#include "kbuild/build/test_variants.hpp"
+#include "kbuild/toolchain/lock.hpp"
+#include "support/fakes.hpp"
+
+using namespace kbuild;
+
+namespace {
+
+const std::string k_cpu211 = "torch211-cxx11-cpu-x86_64-linux";
+const std::string k_cpu215 = "torch215-cxx11-cpu-x86_64-linux";
+const std::string k_cu132 = "torch211-cxx11-cu132-x86_64-linux";
+
+std::string junit(int tests, int failures, int skipped) {
+  return "<?xml version=\"1.0\"?><testsuites><testsuite name=\"pytest\" errors=\"0\" failures=\"" +
+         std::to_string(failures) + "\" skipped=\"" + std::to_string(skipped) + "\" tests=\"" + std::to_string(tests) +
+         "\" time=\"1.0\"></testsuite></testsuites>";
+}
+
+struct TestVariantsFixture : ::testing::Test {
+  fakes::MemFileSystem fs;
+  fakes::FakeLauncher launcher;
+  util::MapEnvironment env{{{"KBUILD_CACHE", "/cache"}}};
+  util::ManualClock clock;
+  std::vector<std::string> info;
+  build::TestServices services{fs, launcher, env, clock, [this](const std::string& line) { info.push_back(line); }};
+  std::vector<std::map<std::string, std::string>> pytest_envs;  // the environment of each pytest run
+  int pytest_exit = 0;
+
+  void SetUp() override {
+    fs.put("/k/build.toml", "[general]\nname = \"relu\"\n");
+    fs.put("/k/tests/test_relu.py", "def test(): pass\n");
+    fs.put("/k/tests/requirements.txt", "torchvision\n");
+    for (const auto& variant : {k_cpu211, k_cpu215, k_cu132}) fs.put("/k/build/" + variant + "/metadata.json", "{}");
+    toolchain::LockFile lock;
+    lock.toolchains["torch-2.15"] = {
+        {"torch", "2.15.0", "torch-2.15.0-cp312-manylinux_2_28_x86_64.whl", std::string(64, 'a')}};
+    fs.put("/k/kbuild.lock", lock.serialize());
+    launcher.handler = [this](const std::vector<std::string>& argv,
+                              const util::ProcessOptions& options) -> std::optional<util::ProcessResult> {
+      const std::string& program = argv.front();
+      bool env_python = program.starts_with("/cache/test-envs/torch-2.15.0-py3.11-");
+      if (argv.size() > 1 && argv[1] == "-c")  // the probe
+        return util::ProcessResult{0, env_python ? "2.15.0+cu132 13.2 3.11\n" : "2.11.0+cu130 13.0 3.11\n", ""};
+      if (argv.size() > 2 && argv[1] == "-m" && argv[2] == "venv") return util::ProcessResult{0, "", ""};
+      if (argv.size() > 2 && argv[1] == "-m" && argv[2] == "pip") return util::ProcessResult{0, "", ""};
+      if (argv.size() > 2 && argv[1] == "-m" && argv[2] == "pytest") {
+        pytest_envs.push_back(options.env);
+        for (const auto& arg : argv)
+          if (arg.starts_with("--junitxml=")) fs.put(arg.substr(11), junit(10, pytest_exit == 1 ? 2 : 0, 3));
+        return util::ProcessResult{pytest_exit, pytest_exit ? "FAILED tests/test_relu.py::test\n" : "10 passed\n", ""};
+      }
+      return std::nullopt;
+    };
+  }
+  build::TestRequest request() const {
+    build::TestRequest r;
+    r.kernel_dir = "/k";
+    return r;
+  }
+  size_t ran_containing(const std::string& part) const {
+    size_t n = 0;
+    for (const auto& line : launcher.ran) n += line.find(part) != std::string::npos;
+    return n;
+  }
+};
+
+}  // namespace
+
+TEST(TestVariants, JunitCountsAreSummedOverSuites) {
+  auto counts = build::parse_junit_counts(junit(10, 2, 3) + junit(5, 0, 1));
+  EXPECT_EQ(counts.tests, 15);
+  EXPECT_EQ(counts.failures, 2);
+  EXPECT_EQ(counts.skipped, 4);
+  EXPECT_EQ(build::parse_junit_counts("not xml").tests, 0);
+}
+
+TEST_F(TestVariantsFixture, EachVariantRunsWithItsOwnTorch) {
+  auto results = build::test_variants(request(), services);
+  ASSERT_TRUE(results) << results.error().message;
+  ASSERT_EQ(results->size(), 3u);
+  const auto& cpu211 = (*results)[0];
+  const auto& cu132 = (*results)[1];
+  const auto& cpu215 = (*results)[2];
+  EXPECT_EQ(cpu211.variant, k_cpu211);
+  EXPECT_EQ(cpu211.status, build::VariantTestResult::Status::passed);
+  EXPECT_EQ(cpu211.python, "python3");  // the --python interpreter has Torch 2.11
+  EXPECT_EQ(cpu211.tests, 10);
+  EXPECT_EQ(cpu211.skipped, 3);
+  // Torch 2.11 here is built for CUDA 13.0: the CUDA 13.2 variant cannot be loaded by it.
+  EXPECT_EQ(cu132.status, build::VariantTestResult::Status::not_tested);
+  EXPECT_EQ(cu132.reason, "Torch 2.11.0+cu130 here is built for CUDA 13.0; the variant needs one built for CUDA 13.2");
+  // Torch 2.15 comes from a test environment with the version pinned in kbuild.lock.
+  EXPECT_EQ(cpu215.status, build::VariantTestResult::Status::passed);
+  EXPECT_TRUE(cpu215.python.string().starts_with("/cache/test-envs/torch-2.15.0-py3.11-")) << cpu215.python;
+  EXPECT_EQ(cpu215.torch, "2.15.0+cu132");
+  EXPECT_EQ(ran_containing("python3 -m venv /cache/test-envs/."), 1u);
+  EXPECT_EQ(ran_containing(" -m pip install --disable-pip-version-check torch==2.15.0 kernels pytest -q -r "
+                           "/k/tests/requirements.txt"),
+            1u);
+  EXPECT_TRUE(fs.has(cpu215.python.parent_path().parent_path().string() + "/.complete"));
+  // The tests are told which variant they test.
+  ASSERT_EQ(pytest_envs.size(), 2u);
+  EXPECT_EQ(pytest_envs[1].at("KBUILD_TEST_VARIANT"), k_cpu215);
+  EXPECT_EQ(pytest_envs[1].at("KBUILD_TEST_VARIANT_DIR"), "/k/build/" + k_cpu215);
+  EXPECT_EQ(pytest_envs[1].at("KBUILD_TEST_BACKEND"), "cpu");
+
+  // The environment is kept: a second run creates nothing.
+  launcher.ran.clear();
+  auto again = build::test_variants(request(), services);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(ran_containing(" -m venv "), 0u);
+  EXPECT_EQ(ran_containing(" -m pip "), 0u);
+}
+
+TEST_F(TestVariantsFixture, FailuresAreResultsAndBadRequestsAreErrors) {
+  auto only = request();
+  only.variants = {k_cpu211};
+  pytest_exit = 1;
+  auto failed = build::test_variants(only, services);
+  ASSERT_TRUE(failed);
+  ASSERT_EQ(failed->size(), 1u);
+  EXPECT_EQ(failed->front().status, build::VariantTestResult::Status::failed);
+  EXPECT_EQ(failed->front().failures, 2);
+  EXPECT_NE(failed->front().output.find("FAILED tests/test_relu.py::test"), std::string::npos);
+  pytest_exit = 5;
+  EXPECT_EQ(build::test_variants(only, services)->front().reason, "pytest collected no tests");
+
+  auto unknown = request();
+  unknown.variants = {"torch299-cxx11-cpu-x86_64-linux"};
+  auto refused = build::test_variants(unknown, services);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, ExitCode::usage);
+  EXPECT_NE(refused.error().hint.find(k_cpu211), std::string::npos);
+
+  // pip cannot install the pinned Torch: a toolchain error, and no half environment is kept.
+  launcher.handler = [inner = launcher.handler](
+                         const std::vector<std::string>& argv,
+                         const util::ProcessOptions& options) -> std::optional<util::ProcessResult> {
+    if (argv.size() > 2 && argv[2] == "pip") return util::ProcessResult{1, "", "No matching distribution"};
+    return inner(argv, options);
+  };
+  auto pip_failed = build::test_variants(request(), services);
+  ASSERT_FALSE(pip_failed);
+  EXPECT_EQ(pip_failed.error().code, ExitCode::toolchain);
+  EXPECT_NE(pip_failed.error().message.find("No matching distribution"), std::string::npos);
+  auto envs = fs.list_dir("/cache/test-envs");
+  EXPECT_TRUE(!envs || envs->empty());
+
+  fs.remove_all("/k/tests");
+  EXPECT_EQ(build::test_variants(request(), services).error().code, ExitCode::usage);
+}

@@ -1,0 +1,241 @@
+#include "kbuild/build/test_variants.hpp"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <regex>
+
+#include "kbuild/build/kernel_source.hpp"
+#include "kbuild/config/variant.hpp"
+#include "kbuild/toolchain/lock.hpp"
+#include "kbuild/util/cache_layout.hpp"
+#include "kbuild/util/hash.hpp"
+#include "kbuild/util/strings.hpp"
+
+namespace kbuild::build {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// What a Python's Torch is: "2.15.0+cu130 13.0 3.11" (the CUDA field empty for a CPU build).
+constexpr const char* k_probe =
+    "import sys, torch; print(torch.__version__, torch.version.cuda or '-', "
+    "f'{sys.version_info[0]}.{sys.version_info[1]}')";
+
+struct PythonTorch {
+  fs::path python;
+  std::string torch;                ///< "2.15.0+cu130"
+  std::string torch_minor;          ///< "2.15"
+  std::optional<std::string> cuda;  ///< "13.0"
+  std::string python_version;       ///< "3.11"
+};
+
+std::optional<PythonTorch> probe(util::ProcessLauncher& launcher, const fs::path& python) {
+  auto result = launcher.run({python.string(), "-c", k_probe});
+  if (!result || result->exit_code != 0) return std::nullopt;
+  auto fields = util::split(std::string(util::trim(result->out)), ' ');
+  if (fields.size() != 3) return std::nullopt;
+  auto version = util::Version::parse(fields[0].substr(0, fields[0].find('+')));
+  if (!version) return std::nullopt;
+  PythonTorch found{python, fields[0], version->major_minor(), std::nullopt, fields[2]};
+  if (fields[1] != "-") found.cuda = fields[1];
+  return found;
+}
+
+// The Torch version to install for major.minor: kbuild.lock's pin, else the newest patch release.
+std::string torch_requirement(const util::FileSystem& fs, const fs::path& kernel_dir, const std::string& minor) {
+  auto text = fs.read_file(kernel_dir / "kbuild.lock");
+  if (text)
+    if (auto lock = toolchain::LockFile::parse(*text, "kbuild.lock"))
+      if (const auto* pinned = lock->find(toolchain::toolchain_name("torch", minor)); pinned && !pinned->empty())
+        return "torch==" + pinned->front().version;
+  return "torch==" + minor + ".*";
+}
+
+// The environment for `requirement` ("torch==2.15.0"), created when missing.
+Result<fs::path> test_environment(const TestRequest& request, TestServices& services, const PythonTorch& base,
+                                  const std::string& requirement) {
+  const fs::path tests_requirements = request.kernel_dir / "tests" / "requirements.txt";
+  std::string extra = services.fs.read_file(tests_requirements).value_or("");
+  std::string key = util::sha256_hex(requirement + "\n" + base.python_version + "\n" + extra).substr(0, 10);
+  std::string version = requirement.substr(requirement.find("==") + 2);
+  auto cache = util::CacheLayout::from_environment(services.env);
+  fs::path dir = cache.test_envs() / ("torch-" + version + "-py" + base.python_version + "-" + key);
+  fs::path python = dir / "bin" / "python";
+  if (services.fs.stat(dir / ".complete").is_file) return python;
+
+  services.info("creating the test environment for " + requirement + " (Python " + base.python_version + ") in " +
+                dir.string());
+  KB_TRY(services.fs.make_dirs(cache.test_envs()));
+  fs::path staging = util::temp_sibling(dir);
+  auto failed = [&](const std::string& what, const util::ProcessResult* result) -> Result<fs::path> {
+    (void)services.fs.remove_all(staging);
+    std::string output = result ? std::string(util::trim(result->out + result->err)) : "";
+    return fail("cannot create the test environment for " + requirement + ": " + what +
+                    (output.empty() ? "" : "\n" + output.substr(output.size() > 4000 ? output.size() - 4000 : 0)),
+                "check that pip can reach PyPI (or your index) and that the version exists", ExitCode::toolchain);
+  };
+  util::ProcessOptions quiet;
+  quiet.inherit_output = request.pip_progress;
+  auto venv = services.launcher.run({base.python.string(), "-m", "venv", staging.string()});
+  if (!venv || venv->exit_code != 0) return failed("python -m venv failed", venv ? &*venv : nullptr);
+  std::vector<std::string> pip = {(staging / "bin" / "python").string(), "-m",        "pip",     "install",
+                                  "--disable-pip-version-check",         requirement, "kernels", "pytest"};
+  if (!request.pip_progress) pip.push_back("-q");
+  if (!extra.empty()) {
+    pip.push_back("-r");
+    pip.push_back(tests_requirements.string());
+  }
+  auto installed = services.launcher.run(pip, quiet);
+  if (!installed || installed->exit_code != 0) return failed("pip install failed", installed ? &*installed : nullptr);
+  KB_TRY(services.fs.write_file_atomic(staging / ".complete", requirement + "\n" + extra));
+  if (auto renamed = services.fs.rename(staging, dir); !renamed) {
+    (void)services.fs.remove_all(staging);
+    if (!services.fs.stat(dir / ".complete").is_file) return fail(renamed.error());  // else: made meanwhile
+  }
+  return python;
+}
+
+// A variant name's backend as the tests see it.
+std::string backend_of(const config::Variant& variant) { return config::to_string(variant.backend); }
+
+}  // namespace
+
+std::string to_string(VariantTestResult::Status status) {
+  switch (status) {
+    case VariantTestResult::Status::passed:
+      return "passed";
+    case VariantTestResult::Status::failed:
+      return "failed";
+    case VariantTestResult::Status::not_tested:
+      return "not tested";
+  }
+  return "failed";
+}
+
+TestCounts parse_junit_counts(const std::string& xml) {
+  TestCounts counts;
+  static const std::regex k_suite(R"(<testsuite\b([^>]*)>)");
+  static const std::regex k_attribute(R"re(\b(tests|failures|errors|skipped)="(\d{1,9})")re");
+  for (std::sregex_iterator suite(xml.begin(), xml.end(), k_suite), end; suite != end; ++suite) {
+    std::string attributes = (*suite)[1];
+    for (std::sregex_iterator it(attributes.begin(), attributes.end(), k_attribute); it != end; ++it) {
+      int value = std::stoi((*it)[2]);
+      std::string name = (*it)[1];
+      (name == "tests"      ? counts.tests
+       : name == "failures" ? counts.failures
+       : name == "errors"   ? counts.errors
+                            : counts.skipped) += value;
+    }
+  }
+  return counts;
+}
+
+Result<std::vector<VariantTestResult>> test_variants(const TestRequest& request, TestServices& services) {
+  KB_TRY(require_kernel_dir(services.fs, request.kernel_dir));
+  if (!services.fs.stat(request.kernel_dir / "tests").is_dir)
+    return fail("no tests/ in " + request.kernel_dir.string(), "kbuild test runs the kernel's pytest suite in tests/",
+                ExitCode::usage);
+  auto entries = services.fs.list_dir(request.kernel_dir / "build");
+  std::map<std::string, config::Variant> built;
+  if (entries)
+    for (const auto& entry : *entries)
+      if (entry.is_dir)
+        if (auto variant = config::Variant::parse(entry.name)) built.emplace(entry.name, *variant);
+  if (built.empty())
+    return fail("build/ in " + request.kernel_dir.string() + " holds no variants", "run kbuild build first",
+                ExitCode::usage);
+  std::vector<std::string> selected = request.variants;
+  for (const auto& name : selected) {
+    if (built.count(name)) continue;
+    std::vector<std::string> names;
+    for (const auto& entry : built) names.push_back(entry.first);
+    return fail("variant " + name + " is not built",
+                "build it (kbuild build --variant " + name + ") or choose one of: " + util::join(names, ", "),
+                ExitCode::usage);
+  }
+  if (selected.empty())
+    for (const auto& [name, variant] : built) selected.push_back(name);
+
+  auto base = probe(services.launcher, request.python);
+  if (!base) {
+    auto python = services.launcher.find(request.python);
+    if (!python)
+      return fail("cannot run Python interpreter \"" + request.python + "\"", "pass --python /path/to/python3",
+                  ExitCode::toolchain);
+    // A Python without Torch still creates the environments.
+    auto version = services.launcher.run(
+        {python->string(), "-c", "import sys; print(f'{sys.version_info[0]}.{sys.version_info[1]}')"});
+    if (!version || version->exit_code != 0)
+      return fail("\"" + request.python + "\" does not run", "pass --python /path/to/python3", ExitCode::toolchain);
+    base = PythonTorch{*python, "", "", std::nullopt, std::string(util::trim(version->out))};
+  }
+
+  std::map<std::string, std::optional<PythonTorch>> by_minor;  // Torch major.minor -> its Python
+  std::vector<VariantTestResult> results;
+  for (const auto& name : selected) {
+    const config::Variant& variant = built.at(name);
+    VariantTestResult result;
+    result.variant = name;
+    std::string minor = variant.kind == config::Variant::Kind::noarch ? base->torch_minor : variant.torch.major_minor();
+    if (!by_minor.count(minor)) {
+      if (!minor.empty() && minor == base->torch_minor) {
+        by_minor[minor] = base;
+      } else {
+        std::string requirement = minor.empty() ? "torch" : torch_requirement(services.fs, request.kernel_dir, minor);
+        KB_TRY_ASSIGN(fs::path python, test_environment(request, services, *base, requirement));
+        by_minor[minor] = probe(services.launcher, python);
+        if (!by_minor[minor])
+          return fail(
+              "the test environment at " + python.parent_path().parent_path().string() + " has no working Torch",
+              "delete it; kbuild test creates it again", ExitCode::toolchain);
+      }
+    }
+    const PythonTorch& env = *by_minor[minor];
+    result.torch = env.torch;
+    result.python = env.python;
+    if (variant.kind == config::Variant::Kind::torch && variant.backend == config::Backend::cuda &&
+        (!env.cuda || !variant.cuda || util::Version::parse(*env.cuda)->major_minor() != variant.cuda->major_minor())) {
+      result.reason = "Torch " + env.torch + " here is " +
+                      (env.cuda ? "built for CUDA " + *env.cuda : std::string("a CPU build")) +
+                      "; the variant needs one built for CUDA " + (variant.cuda ? variant.cuda->major_minor() : "?");
+      results.push_back(result);
+      continue;
+    }
+    auto cache = util::CacheLayout::from_environment(services.env);
+    fs::path report = util::temp_sibling(cache.temp() / ("junit-" + name + ".xml"));
+    KB_TRY(services.fs.make_dirs(cache.temp()));
+    util::ProcessOptions options;
+    options.cwd = request.kernel_dir;
+    options.env = {{"KBUILD_TEST_VARIANT", name},
+                   {"KBUILD_TEST_VARIANT_DIR", (request.kernel_dir / "build" / name).string()},
+                   {"KBUILD_TEST_BACKEND", backend_of(variant)},
+                   {"PYTHONDONTWRITEBYTECODE", "1"}};
+    auto start = services.clock.now();
+    auto run = services.launcher.run(
+        {env.python.string(), "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml=" + report.string(), "tests"},
+        options);
+    result.seconds = services.clock.seconds_since(start);
+    if (!run) return fail(run.error());
+    TestCounts counts = parse_junit_counts(services.fs.read_file(report).value_or(""));
+    (void)services.fs.remove_all(report);
+    result.tests = counts.tests;
+    result.failures = counts.failures;
+    result.errors = counts.errors;
+    result.skipped = counts.skipped;
+    if (run->exit_code == 0 && counts.tests > counts.skipped) {
+      result.status = VariantTestResult::Status::passed;
+    } else {
+      result.status = VariantTestResult::Status::failed;
+      result.reason = run->exit_code == 5   ? "pytest collected no tests"
+                      : run->exit_code == 0 ? "every test was skipped"
+                                            : "pytest exit code " + std::to_string(run->exit_code);
+      result.output = run->out + run->err;
+    }
+    results.push_back(result);
+  }
+  return results;
+}
+
+}  // namespace kbuild::build

@@ -1,0 +1,70 @@
+#pragma once
+// `kbuild test`: the kernel's own tests (KERNEL_DIR/tests, pytest) run against each built variant
+// with the Torch that variant was built for, so the matrix is shown to load and work, not only to
+// link.
+//
+// The Python for a variant: the --python interpreter when its Torch has the variant's major.minor;
+// otherwise a virtual environment kept in $KBUILD_CACHE/test-envs/, created once per Torch version,
+// Python version and test requirements with `python -m venv` and pip: torch at the version pinned in
+// kbuild.lock (torch-X.Y), `kernels`, `pytest`, and the kernel's tests/requirements.txt. It is
+// assembled under a temporary name and renamed into place with a .complete marker, so an
+// interrupted creation is never used.
+//
+// Each run gets, in its environment: KBUILD_TEST_VARIANT (the variant's name), KBUILD_TEST_VARIANT_DIR
+// (its directory) and KBUILD_TEST_BACKEND (cpu, cuda, ...); the `kernels` loader run by the tests
+// picks the variant matching its Torch by itself. A CUDA variant is tested only with a Torch built
+// for its CUDA version (PyPI has one CUDA build per Torch release); others are reported "not tested"
+// with the reason. GPU tests on a machine without a GPU are the kernel's to skip.
+
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kbuild/util/fs.hpp"
+#include "kbuild/util/process.hpp"
+#include "kbuild/util/result.hpp"
+#include "kbuild/util/system.hpp"
+
+namespace kbuild::build {
+
+struct TestRequest {
+  std::filesystem::path kernel_dir;   ///< absolute
+  std::vector<std::string> variants;  ///< --variant; empty: every variant in build/
+  std::string python = "python3";
+  bool pip_progress = false;  ///< let pip draw its output (a terminal)
+};
+
+struct TestServices {
+  util::FileSystem& fs;
+  util::ProcessLauncher& launcher;
+  const util::Environment& env;
+  const util::Clock& clock;
+  std::function<void(const std::string&)> info;  ///< progress lines ("creating the Torch 2.15.0 test environment")
+};
+
+struct VariantTestResult {
+  enum class Status { passed, failed, not_tested };
+  std::string variant;
+  Status status = Status::not_tested;
+  std::string reason;  ///< not_tested and failed: why
+  std::string torch;   ///< the Torch version the tests ran with
+  std::filesystem::path python;
+  int tests = 0, failures = 0, errors = 0, skipped = 0;
+  std::string output;  ///< pytest's output (failed runs)
+  double seconds = 0;
+};
+
+std::string to_string(VariantTestResult::Status status);
+
+/// JUnit XML counts of a pytest run: tests, failures, errors, skipped (summed over test suites).
+struct TestCounts {
+  int tests = 0, failures = 0, errors = 0, skipped = 0;
+};
+TestCounts parse_junit_counts(const std::string& xml);
+
+/// Runs the tests of every selected variant (error only for a bad request: no build/, no tests/,
+/// an unknown variant; a failing variant is a result).
+Result<std::vector<VariantTestResult>> test_variants(const TestRequest& request, TestServices& services);
+
+}  // namespace kbuild::build

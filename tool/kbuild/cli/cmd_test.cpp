@@ -1,0 +1,92 @@
+// kbuild test [KERNEL_DIR] [--variant NAME]... [--python PY] [--json]: the kernel's tests against each
+// built variant, with the Torch it was built for (build/test_variants.hpp).
+
+#include <fmt/core.h>
+
+#include <nlohmann/json.hpp>
+
+#include "kbuild/build/test_variants.hpp"
+#include "kbuild/cli/command.hpp"
+#include "kbuild/util/log.hpp"
+
+namespace kbuild::cli {
+
+namespace {
+
+struct TestOptions {
+  std::string kernel_dir = ".";
+  std::vector<std::string> variants;
+  std::string python = "python3";
+  bool json = false;
+};
+
+void print_json(const std::vector<build::VariantTestResult>& results) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const auto& r : results)
+    out.push_back({{"variant", r.variant},
+                   {"status", build::to_string(r.status)},
+                   {"reason", r.reason},
+                   {"torch", r.torch},
+                   {"python", r.python.string()},
+                   {"tests", r.tests},
+                   {"failures", r.failures},
+                   {"errors", r.errors},
+                   {"skipped", r.skipped},
+                   {"seconds", r.seconds}});
+  fmt::print("{}\n", out.dump(2));
+}
+
+void print_text(const std::vector<build::VariantTestResult>& results) {
+  for (const auto& r : results) {
+    if (r.status == build::VariantTestResult::Status::not_tested) {
+      fmt::print("{}  not tested: {}\n", r.variant, r.reason);
+      continue;
+    }
+    fmt::print("{}  {}  {} tests, {} failed, {} errors, {} skipped  (torch {}, {:.1f} s){}\n", r.variant,
+               build::to_string(r.status), r.tests, r.failures, r.errors, r.skipped, r.torch, r.seconds,
+               r.reason.empty() ? "" : ": " + r.reason);
+    if (r.status == build::VariantTestResult::Status::failed) fmt::print("{}\n", r.output);
+  }
+}
+
+Result<ExitCode> run_test(const TestOptions& options, Services& services) {
+  build::TestRequest request;
+  request.kernel_dir = absolute_dir(options.kernel_dir);
+  request.variants = options.variants;
+  request.python = options.python;
+  request.pip_progress = !options.json && is_smart_terminal(stderr, services.env);
+  build::TestServices test_services{services.fs, services.launcher, services.env, services.clock,
+                                    [](const std::string& line) { util::log::info("kbuild: " + line); }};
+  KB_TRY_ASSIGN(auto results, build::test_variants(request, test_services));
+  options.json ? print_json(results) : print_text(results);
+  size_t failed = 0, untested = 0;
+  for (const auto& r : results) {
+    failed += r.status == build::VariantTestResult::Status::failed;
+    untested += r.status == build::VariantTestResult::Status::not_tested;
+  }
+  if (failed > 0)
+    return fail(fmt::format("{} of {} variant(s) failed their tests", failed, results.size()),
+                "the output of each failed run is above", ExitCode::failure);
+  if (!options.json)
+    fmt::print("kbuild: {} variant(s) passed{}\n", results.size() - untested,
+               untested ? fmt::format(", {} not tested (see above)", untested) : "");
+  return ExitCode::ok;
+}
+
+}  // namespace
+
+void register_test(CLI::App& app, CommandAction& action) {
+  auto options = std::make_shared<TestOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "test", "Run the kernel's tests (tests/, pytest) against each built variant with the Torch it was built for");
+  cmd->add_option("kernel_dir", options->kernel_dir, "Kernel directory (contains build/ and tests/)")
+      ->capture_default_str();
+  cmd->add_option("--variant", options->variants, "Only this variant (repeatable; default: every variant in build/)");
+  cmd->add_option("--python", options->python,
+                  "Python whose Torch serves variants of its version, and that creates the other test environments")
+      ->capture_default_str();
+  cmd->add_flag("--json", options->json, "Print the results as JSON");
+  cmd->callback([options, &action] { action = [options](Services& s) { return run_test(*options, s); }; });
+}
+
+}  // namespace kbuild::cli
