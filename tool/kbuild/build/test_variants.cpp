@@ -59,7 +59,8 @@ Result<fs::path> test_environment(const TestRequest& request, TestServices& serv
   const fs::path tests_requirements = request.kernel_dir / "tests" / "requirements.txt";
   std::string extra = services.fs.read_file(tests_requirements).value_or("");
   std::string key = util::sha256_hex(requirement + "\n" + base.python_version + "\n" + extra).substr(0, 10);
-  std::string version = requirement.substr(requirement.find("==") + 2);
+  size_t pinned = requirement.find("==");
+  std::string version = pinned == std::string::npos ? "latest" : requirement.substr(pinned + 2);
   auto cache = util::CacheLayout::from_environment(services.env);
   fs::path dir = cache.test_envs() / ("torch-" + version + "-py" + base.python_version + "-" + key);
   fs::path python = dir / "bin" / "python";
@@ -132,12 +133,16 @@ TestCounts parse_junit_counts(const std::string& xml) {
   return counts;
 }
 
-Result<std::vector<VariantTestResult>> test_variants(const TestRequest& request, TestServices& services) {
-  KB_TRY(require_kernel_dir(services.fs, request.kernel_dir));
-  if (!services.fs.stat(request.kernel_dir / "tests").is_dir)
+namespace {
+
+// The variants in build/ to test, by name: those of the request, or all.
+Result<std::vector<std::pair<std::string, config::Variant>>> select_variants(const TestRequest& request,
+                                                                             const util::FileSystem& fs) {
+  KB_TRY(require_kernel_dir(fs, request.kernel_dir));
+  if (!fs.stat(request.kernel_dir / "tests").is_dir)
     return fail("no tests/ in " + request.kernel_dir.string(), "kbuild test runs the kernel's pytest suite in tests/",
                 ExitCode::usage);
-  auto entries = services.fs.list_dir(request.kernel_dir / "build");
+  auto entries = fs.list_dir(request.kernel_dir / "build");
   std::map<std::string, config::Variant> built;
   if (entries)
     for (const auto& entry : *entries)
@@ -146,94 +151,114 @@ Result<std::vector<VariantTestResult>> test_variants(const TestRequest& request,
   if (built.empty())
     return fail("build/ in " + request.kernel_dir.string() + " holds no variants", "run kbuild build first",
                 ExitCode::usage);
-  std::vector<std::string> selected = request.variants;
-  for (const auto& name : selected) {
-    if (built.count(name)) continue;
+  std::vector<std::pair<std::string, config::Variant>> selected;
+  for (const auto& name : request.variants) {
+    if (built.count(name)) {
+      selected.emplace_back(name, built.at(name));
+      continue;
+    }
     std::vector<std::string> names;
     for (const auto& entry : built) names.push_back(entry.first);
     return fail("variant " + name + " is not built",
                 "build it (kbuild build --variant " + name + ") or choose one of: " + util::join(names, ", "),
                 ExitCode::usage);
   }
-  if (selected.empty())
-    for (const auto& [name, variant] : built) selected.push_back(name);
+  if (selected.empty()) selected.assign(built.begin(), built.end());
+  return selected;
+}
 
-  auto base = probe(services.launcher, request.python);
-  if (!base) {
-    auto python = services.launcher.find(request.python);
-    if (!python)
-      return fail("cannot run Python interpreter \"" + request.python + "\"", "pass --python /path/to/python3",
-                  ExitCode::toolchain);
-    // A Python without Torch still creates the environments.
-    auto version = services.launcher.run(
-        {python->string(), "-c", "import sys; print(f'{sys.version_info[0]}.{sys.version_info[1]}')"});
-    if (!version || version->exit_code != 0)
-      return fail("\"" + request.python + "\" does not run", "pass --python /path/to/python3", ExitCode::toolchain);
-    base = PythonTorch{*python, "", "", std::nullopt, std::string(util::trim(version->out))};
+// The --python interpreter and its Torch (none: it still creates the environments).
+Result<PythonTorch> base_python(const TestRequest& request, TestServices& services) {
+  if (auto base = probe(services.launcher, request.python)) return *base;
+  auto python = services.launcher.find(request.python);
+  if (!python)
+    return fail("cannot run Python interpreter \"" + request.python + "\"", "pass --python /path/to/python3",
+                ExitCode::toolchain);
+  auto version = services.launcher.run(
+      {python->string(), "-c", "import sys; print(f'{sys.version_info[0]}.{sys.version_info[1]}')"});
+  if (!version || version->exit_code != 0)
+    return fail("\"" + request.python + "\" does not run", "pass --python /path/to/python3", ExitCode::toolchain);
+  return PythonTorch{*python, "", "", std::nullopt, std::string(util::trim(version->out))};
+}
+
+// Why `env` cannot load `variant`, if it cannot: a CUDA variant needs a Torch built for its CUDA.
+std::optional<std::string> unloadable_reason(const config::Variant& variant, const PythonTorch& env) {
+  if (variant.kind != config::Variant::Kind::torch || variant.backend != config::Backend::cuda) return std::nullopt;
+  if (env.cuda && variant.cuda && util::Version::parse(*env.cuda)->major_minor() == variant.cuda->major_minor())
+    return std::nullopt;
+  return "Torch " + env.torch + " here is " + (env.cuda ? "built for CUDA " + *env.cuda : std::string("a CPU build")) +
+         "; the variant needs one built for CUDA " + (variant.cuda ? variant.cuda->major_minor() : "?");
+}
+
+// Runs pytest for one variant with `env` and reads its JUnit report into `result`.
+Result<void> run_pytest(const TestRequest& request, TestServices& services, const std::string& name,
+                        const config::Variant& variant, const PythonTorch& env, VariantTestResult& result) {
+  auto cache = util::CacheLayout::from_environment(services.env);
+  fs::path report = util::temp_sibling(cache.temp() / ("junit-" + name + ".xml"));
+  KB_TRY(services.fs.make_dirs(cache.temp()));
+  util::ProcessOptions options;
+  options.cwd = request.kernel_dir;
+  options.env = {{"KBUILD_TEST_VARIANT", name},
+                 {"KBUILD_TEST_VARIANT_DIR", (request.kernel_dir / "build" / name).string()},
+                 {"KBUILD_TEST_BACKEND", backend_of(variant)},
+                 {"PYTHONDONTWRITEBYTECODE", "1"}};
+  auto start = services.clock.now();
+  auto run = services.launcher.run(
+      {env.python.string(), "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml=" + report.string(), "tests"},
+      options);
+  result.seconds = services.clock.seconds_since(start);
+  if (!run) return fail(run.error());
+  TestCounts counts = parse_junit_counts(services.fs.read_file(report).value_or(""));
+  (void)services.fs.remove_all(report);
+  result.tests = counts.tests;
+  result.failures = counts.failures;
+  result.errors = counts.errors;
+  result.skipped = counts.skipped;
+  if (run->exit_code == 0 && counts.tests > counts.skipped) {
+    result.status = VariantTestResult::Status::passed;
+    return {};
   }
+  result.status = VariantTestResult::Status::failed;
+  result.reason = run->exit_code == 5   ? "pytest collected no tests"
+                  : run->exit_code == 0 ? "every test was skipped"
+                                        : "pytest exit code " + std::to_string(run->exit_code);
+  result.output = run->out + run->err;
+  return {};
+}
 
-  std::map<std::string, std::optional<PythonTorch>> by_minor;  // Torch major.minor -> its Python
+}  // namespace
+
+Result<std::vector<VariantTestResult>> test_variants(const TestRequest& request, TestServices& services) {
+  KB_TRY_ASSIGN(auto selected, select_variants(request, services.fs));
+  KB_TRY_ASSIGN(PythonTorch base, base_python(request, services));
+  std::map<std::string, PythonTorch> by_minor;  // Torch major.minor -> the Python that has it
   std::vector<VariantTestResult> results;
-  for (const auto& name : selected) {
-    const config::Variant& variant = built.at(name);
-    VariantTestResult result;
-    result.variant = name;
-    std::string minor = variant.kind == config::Variant::Kind::noarch ? base->torch_minor : variant.torch.major_minor();
+  for (const auto& [name, variant] : selected) {
+    std::string minor = variant.kind == config::Variant::Kind::noarch ? base.torch_minor : variant.torch.major_minor();
     if (!by_minor.count(minor)) {
-      if (!minor.empty() && minor == base->torch_minor) {
+      if (!minor.empty() && minor == base.torch_minor) {
         by_minor[minor] = base;
       } else {
         std::string requirement = minor.empty() ? "torch" : torch_requirement(services.fs, request.kernel_dir, minor);
-        KB_TRY_ASSIGN(fs::path python, test_environment(request, services, *base, requirement));
-        by_minor[minor] = probe(services.launcher, python);
-        if (!by_minor[minor])
+        KB_TRY_ASSIGN(fs::path python, test_environment(request, services, base, requirement));
+        auto env = probe(services.launcher, python);
+        if (!env)
           return fail(
               "the test environment at " + python.parent_path().parent_path().string() + " has no working Torch",
               "delete it; kbuild test creates it again", ExitCode::toolchain);
+        by_minor[minor] = *env;
       }
     }
-    const PythonTorch& env = *by_minor[minor];
+    const PythonTorch& env = by_minor.at(minor);
+    VariantTestResult result;
+    result.variant = name;
     result.torch = env.torch;
     result.python = env.python;
-    if (variant.kind == config::Variant::Kind::torch && variant.backend == config::Backend::cuda &&
-        (!env.cuda || !variant.cuda || util::Version::parse(*env.cuda)->major_minor() != variant.cuda->major_minor())) {
-      result.reason = "Torch " + env.torch + " here is " +
-                      (env.cuda ? "built for CUDA " + *env.cuda : std::string("a CPU build")) +
-                      "; the variant needs one built for CUDA " + (variant.cuda ? variant.cuda->major_minor() : "?");
-      results.push_back(result);
-      continue;
-    }
-    auto cache = util::CacheLayout::from_environment(services.env);
-    fs::path report = util::temp_sibling(cache.temp() / ("junit-" + name + ".xml"));
-    KB_TRY(services.fs.make_dirs(cache.temp()));
-    util::ProcessOptions options;
-    options.cwd = request.kernel_dir;
-    options.env = {{"KBUILD_TEST_VARIANT", name},
-                   {"KBUILD_TEST_VARIANT_DIR", (request.kernel_dir / "build" / name).string()},
-                   {"KBUILD_TEST_BACKEND", backend_of(variant)},
-                   {"PYTHONDONTWRITEBYTECODE", "1"}};
-    auto start = services.clock.now();
-    auto run = services.launcher.run(
-        {env.python.string(), "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml=" + report.string(), "tests"},
-        options);
-    result.seconds = services.clock.seconds_since(start);
-    if (!run) return fail(run.error());
-    TestCounts counts = parse_junit_counts(services.fs.read_file(report).value_or(""));
-    (void)services.fs.remove_all(report);
-    result.tests = counts.tests;
-    result.failures = counts.failures;
-    result.errors = counts.errors;
-    result.skipped = counts.skipped;
-    if (run->exit_code == 0 && counts.tests > counts.skipped) {
-      result.status = VariantTestResult::Status::passed;
-    } else {
-      result.status = VariantTestResult::Status::failed;
-      result.reason = run->exit_code == 5   ? "pytest collected no tests"
-                      : run->exit_code == 0 ? "every test was skipped"
-                                            : "pytest exit code " + std::to_string(run->exit_code);
-      result.output = run->out + run->err;
-    }
-    results.push_back(result);
+    if (auto reason = unloadable_reason(variant, env))
+      result.reason = *reason;
+    else
+      KB_TRY(run_pytest(request, services, name, variant, env, result));
+    results.push_back(std::move(result));
   }
   return results;
 }
