@@ -4,7 +4,11 @@
 #include "kbuild/exec/depfile.hpp"
 #include "kbuild/exec/executor.hpp"
 #include "kbuild/exec/interrupt.hpp"
+#include "kbuild/exec/reporter.hpp"
 #include "support/fakes.hpp"
+
+#include <cstdio>
+#include <thread>
 
 using namespace kbuild;
 using namespace kbuild::exec;
@@ -207,4 +211,43 @@ TEST(Staleness, ReasonsAreSpecific) {
   fs.put("/k/include/x.h", "h");
   record.inputs = {{"/k/torch-ext/../include/x.h", fs.stat("/k/include/x.h").mtime_ns + 1, 1}};
   EXPECT_EQ(*staleness_reason(job, &record, stats), "input /k/include/x.h changed");
+}
+
+// The terminal reporter shows how long a command has been running: in the live line on a terminal,
+// as "still running" lines in a log. (Real time, with millisecond ticks.)
+namespace {
+std::string report_of_a_long_job(bool smart_terminal) {
+  std::FILE* out = std::tmpfile();
+  {
+    TerminalOptions options;
+    options.smart_terminal = smart_terminal;
+    options.out = out;
+    options.tick = std::chrono::milliseconds(5);
+    options.long_after = std::chrono::seconds(0);
+    options.log_every = std::chrono::seconds(0);
+    TerminalReporter reporter(options);
+    plan::Job job;
+    job.id = "v/compile/a.cu";
+    job.description = "CUDA a.cu  [v]";
+    job.argv = {"nvcc"};
+    reporter.job_started(job, 0, 2, false);
+    std::this_thread::sleep_for(std::chrono::milliseconds(60));
+    reporter.job_finished(job, {}, 1, 2);
+  }
+  std::string text;
+  std::rewind(out);
+  char buffer[4096];
+  for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, out)) > 0;) text.append(buffer, n);
+  std::fclose(out);
+  return text;
+}
+}  // namespace
+
+TEST(TerminalReporter, LongCommandsShowTheirElapsedTime) {
+  EXPECT_EQ(with_elapsed("[3/12] CUDA a.cu", 7.9), "[3/12] CUDA a.cu  (7 s)");
+  EXPECT_EQ(with_elapsed("[3/12] CUDA a.cu", 65), "[3/12] CUDA a.cu  (1 min 05 s)");
+  std::string live = report_of_a_long_job(true);
+  EXPECT_NE(live.find("\r[1/2] CUDA a.cu  [v]  (0 s)\x1b[K"), std::string::npos) << live;
+  std::string log = report_of_a_long_job(false);
+  EXPECT_NE(log.find("kbuild: still running: CUDA a.cu  [v]  (0 s)\n"), std::string::npos) << log;
 }

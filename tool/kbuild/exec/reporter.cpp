@@ -6,7 +6,48 @@
 
 namespace kbuild::exec {
 
-TerminalReporter::~TerminalReporter() { end_status_line(); }
+std::string with_elapsed(const std::string& status, double seconds) {
+  auto whole = static_cast<long>(seconds);
+  std::string elapsed = whole < 60 ? fmt::format("{} s", whole) : fmt::format("{} min {:02} s", whole / 60, whole % 60);
+  return status + "  (" + elapsed + ")";
+}
+
+TerminalReporter::TerminalReporter(TerminalOptions options) : m_options(options) {
+  if (!m_options.quiet && !m_options.verbose && m_options.tick.count() > 0)
+    m_ticker = std::thread([this] { tick_loop(); });
+}
+
+TerminalReporter::~TerminalReporter() {
+  {
+    std::lock_guard lock(m_mutex);
+    m_stopping = true;
+  }
+  m_wake.notify_all();
+  if (m_ticker.joinable()) m_ticker.join();
+  end_status_line();
+}
+
+void TerminalReporter::tick_loop() {
+  std::unique_lock lock(m_mutex);
+  while (!m_wake.wait_for(lock, m_options.tick, [this] { return m_stopping; })) {
+    if (m_running.empty()) continue;
+    auto oldest = m_running.begin();
+    for (auto it = m_running.begin(); it != m_running.end(); ++it)
+      if (it->second.second < oldest->second.second) oldest = it;
+    auto now = Clock::now();
+    double seconds = std::chrono::duration<double>(now - oldest->second.second).count();
+    if (m_options.smart_terminal) {
+      if (seconds < m_options.long_after.count() || !m_status_pending) continue;
+      std::string prefix = m_status.substr(0, m_status.find(']') + 1);
+      fmt::print(m_options.out, "\r{}\x1b[K", with_elapsed(prefix + " " + oldest->second.first, seconds));
+    } else {
+      if (seconds < m_options.log_every.count() || now - m_last_log < m_options.log_every) continue;
+      m_last_log = now;
+      fmt::print(m_options.out, "{}\n", with_elapsed("kbuild: still running: " + oldest->second.first, seconds));
+    }
+    std::fflush(m_options.out);
+  }
+}
 
 void TerminalReporter::print_status(const std::string& line) {
   if (m_options.smart_terminal && !m_options.verbose) {
@@ -27,13 +68,18 @@ void TerminalReporter::end_status_line() {
 }
 
 void TerminalReporter::job_started(const plan::Job& job, size_t started, size_t total, bool cached) {
+  std::lock_guard lock(m_mutex);
+  if (!cached && !job.argv.empty()) m_running[job.id] = {job.description, Clock::now()};
   if (m_options.quiet) return;
-  print_status(fmt::format("[{}/{}] {}{}", started + 1, total, job.description, cached ? " (cached)" : ""));
+  m_status = fmt::format("[{}/{}] {}{}", started + 1, total, job.description, cached ? " (cached)" : "");
+  print_status(m_status);
   if (m_options.verbose && !cached && !job.argv.empty())
     fmt::print(m_options.out, "{}\n", util::shell_join(job.command_line()));
 }
 
 void TerminalReporter::job_finished(const plan::Job& job, const JobOutcome& outcome, size_t, size_t) {
+  std::lock_guard lock(m_mutex);
+  m_running.erase(job.id);
   if (!outcome.success) {
     end_status_line();
     fmt::print(m_options.out, "FAILED: {}\n", job.description);
@@ -51,18 +97,21 @@ void TerminalReporter::job_finished(const plan::Job& job, const JobOutcome& outc
 
 void TerminalReporter::explain(const plan::Job& job, const std::string& reason) {
   if (!m_options.explain) return;
+  std::lock_guard lock(m_mutex);
   end_status_line();
   fmt::print(m_options.out, "kbuild: explain: {}: {}\n", job.id, reason);
 }
 
 void TerminalReporter::info(std::string_view message) {
   if (m_options.quiet) return;
+  std::lock_guard lock(m_mutex);
   end_status_line();
   fmt::print(m_options.out, "{}\n", message);
   std::fflush(m_options.out);
 }
 
 void TerminalReporter::warning(std::string_view message) {
+  std::lock_guard lock(m_mutex);
   end_status_line();
   std::fflush(m_options.out);
   fmt::print(stderr, "kbuild: warning: {}\n", message);

@@ -1,10 +1,18 @@
 #pragma once
 // Where build progress goes. TerminalReporter prints "[n/m] DESCRIPTION" lines (rewriting one line
 // in place on a terminal, like ninja), the command with -v, and a failing job's command and output.
+// While a command runs long (a CUDA compile for many architectures takes minutes), the live line
+// shows the longest-running one with its elapsed time, once a second; on a plain output (a CI log)
+// a "still running" line is printed each minute instead.
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <map>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include "kbuild/plan/graph.hpp"
 
@@ -37,11 +45,18 @@ struct TerminalOptions {
   bool explain = false;
   bool smart_terminal = false;  ///< rewrite the status line in place
   std::FILE* out = stdout;
+  /// How often the elapsed time of long commands is shown (a terminal: the live line; else a line).
+  std::chrono::milliseconds tick{1000};
+  std::chrono::seconds long_after{5};  ///< a command counts as long from this age on (terminal)
+  std::chrono::seconds log_every{60};  ///< plain output: a "still running" line this often
 };
+
+/// "[3/12] CUDA img2gray.cu [torch211-...]  (1 min 05 s)": a status line with a running time.
+std::string with_elapsed(const std::string& status, double seconds);
 
 class TerminalReporter final : public Reporter {
  public:
-  explicit TerminalReporter(TerminalOptions options) : m_options(options) {}
+  explicit TerminalReporter(TerminalOptions options);
   ~TerminalReporter() override;
   void job_started(const plan::Job& job, size_t started, size_t total, bool cached) override;
   void job_finished(const plan::Job& job, const JobOutcome& outcome, size_t finished, size_t total) override;
@@ -50,10 +65,20 @@ class TerminalReporter final : public Reporter {
   void warning(std::string_view message) override;
 
  private:
+  using Clock = std::chrono::steady_clock;
   void print_status(const std::string& line);
   void end_status_line();
+  /// The ticker thread: shows the elapsed time of the longest-running command.
+  void tick_loop();
   TerminalOptions m_options;
   bool m_status_pending = false;
+  std::string m_status;                                                        ///< the last "[n/m] ..." line
+  std::map<std::string, std::pair<std::string, Clock::time_point>> m_running;  ///< job id -> (description, start)
+  Clock::time_point m_last_log{};
+  std::mutex m_mutex;  ///< the executor's thread and the ticker both print
+  std::condition_variable m_wake;
+  bool m_stopping = false;
+  std::thread m_ticker;
 };
 
 /// Discards everything (tests, --quiet).
