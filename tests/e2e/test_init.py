@@ -28,6 +28,26 @@ def test_init_project_builds_and_its_tests_pass(tmp_path):
                            capture_output=True, text=True)
     assert tests.returncode == 0, tests.stdout + tests.stderr
     assert "passed" in tests.stdout
+    # The benchmark scaffold is what `kernels benchmark` discovers and runs (its CLI picks the GPU
+    # when torch is a CUDA build, so it is driven here the way the CLI drives it, on the CPU).
+    bench = subprocess.run([PYTHON, "-c", BENCHMARK_RUN, project], capture_output=True, text=True)
+    assert bench.returncode == 0 and "verified relu" in bench.stdout, bench.stdout + bench.stderr
+
+
+BENCHMARK_RUN = r"""
+import sys, torch
+from pathlib import Path
+from kernels import get_local_kernel
+from kernels.cli.benchmark import discover_benchmark_classes
+project = Path(sys.argv[1])
+(cls,) = discover_benchmark_classes(project / "benchmarks" / "benchmark.py", project)
+bench = cls()
+bench.kernel, bench.device = get_local_kernel(project, backend="cpu"), "cpu"
+bench.setup()
+bench.benchmark_relu()
+assert torch.allclose(bench.out, bench.verify_relu())
+print("verified relu")
+"""
 
 
 def test_init_creates_a_git_repository_unless_told_not_to_and_takes_a_license(tmp_path):
