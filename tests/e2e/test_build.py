@@ -320,3 +320,25 @@ def test_clean_removes_intermediates_and_with_all_the_build(kernel_copy):
     assert run_kbuild("clean", kernel_copy, "--all").stdout == f"nothing to remove in {kernel_copy}\n"
     result = run_kbuild("clean", kernel_copy / "torch-ext", check=False)
     assert result.returncode == 2 and "not a kernel directory" in result.stderr
+
+
+def test_the_benchmark_serves_the_kernels_cli(built_kernel):
+    """benchmarks/benchmark.py holds a kernels.benchmark.Benchmark that `kernels benchmark` discovers;
+    driven here as its CLI drives it, on the CPU (the CLI picks the GPU for a CUDA build of torch)."""
+    script = r"""
+import sys, torch
+from pathlib import Path
+from kernels import get_local_kernel
+from kernels.cli.benchmark import discover_benchmark_classes
+kernel_dir = Path(sys.argv[1])
+(cls,) = discover_benchmark_classes(kernel_dir / "benchmarks" / "benchmark.py", kernel_dir)
+for workload in ("img2gray_1080p", "img2gray_out_1080p"):
+    bench = cls()
+    bench.kernel, bench.device = get_local_kernel(kernel_dir, backend="cpu"), "cpu"
+    getattr(bench, "setup_" + workload, bench.setup)()
+    getattr(bench, "benchmark_" + workload)()
+    assert torch.allclose(bench.out, getattr(bench, "verify_" + workload)(), atol=1e-2), workload
+print("verified", cls.__name__)
+"""
+    result = subprocess.run([PYTHON, "-c", script, built_kernel], capture_output=True, text=True)
+    assert result.returncode == 0 and "verified Img2grayBenchmark" in result.stdout, result.stdout + result.stderr

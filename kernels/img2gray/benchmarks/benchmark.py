@@ -8,6 +8,10 @@ Traffic is counted as input bytes + output bytes. The ceiling is a copy moving t
 (reading and writing half of it each), measured in the same run; "% copy" = GB/s / copy GB/s.
 The kernel is loaded from ../build (override with IMG2GRAY_KERNEL_DIR) through the `kernels`
 package when it is installed.
+
+The same file serves the `kernels` CLI: `kernels benchmark .` (after `kbuild build .`) or
+`kernels benchmark <org>/img2gray` finds Img2grayBenchmark below (a kernels.benchmark.Benchmark) and
+times its workloads, verified against torchvision.
 """
 
 import argparse
@@ -194,6 +198,37 @@ def run_cpu(args):
             results.append({"case": name, "impl": label, "seconds": t, "gbps": rate, "pct_copy": 100 * rate / copy_rate})
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
+
+
+try:
+    from kernels.benchmark import Benchmark
+except ImportError:  # the GPU machine may have no `kernels`; main() does not need it
+    Benchmark = object
+
+
+class Img2grayBenchmark(Benchmark):
+    """Workloads for `kernels benchmark`: a 1080p float32 image, allocating and into `out`."""
+
+    seed = 0
+
+    def setup(self):
+        self.image = torch.rand(1, 3, 1080, 1920, device=self.device)
+
+    def benchmark_img2gray_1080p(self):
+        self.out = self.kernel.img2gray(self.image)
+
+    def verify_img2gray_1080p(self) -> torch.Tensor:
+        return rgb_to_grayscale(self.image)
+
+    def setup_img2gray_out_1080p(self):
+        self.setup()
+        self.out = torch.empty(1, 1, 1080, 1920, device=self.device)
+
+    def benchmark_img2gray_out_1080p(self):
+        self.kernel.img2gray_out(self.image, self.out)
+
+    def verify_img2gray_out_1080p(self) -> torch.Tensor:
+        return rgb_to_grayscale(self.image)
 
 
 def main():
