@@ -2,11 +2,12 @@
 and exit code 2, and options that may come before or after the kernel directory."""
 
 import json
+import re
 import os
 import pty
 import subprocess
 
-from conftest import IMG2GRAY, KBUILD, PYTHON, build_args, run_kbuild
+from conftest import IMG2GRAY, KBUILD, PYTHON, ROOT, build_args, run_kbuild
 
 
 def assert_usage_error(result, message, hint):
@@ -91,3 +92,22 @@ def test_shell_completions_follow_the_command_tree():
     zsh = run_kbuild("completions", "zsh").stdout
     assert "bashcompinit" in zsh and "complete -o filenames -F _kbuild kbuild" in zsh
     assert run_kbuild("completions", "tcsh", check=False).returncode == 2
+
+
+def test_docs_cli_names_every_option_of_every_command():
+    """docs/cli.md matches --help: each command's long options are documented."""
+    docs = (ROOT / "docs" / "cli.md").read_text()
+    listing = run_kbuild("--help").stdout
+    commands = re.findall(r"^  ([a-z][a-z-]+)\s", listing[listing.index("ubcommands"):], re.M)
+    assert "build" in commands and "test" in commands, listing
+    missing = []
+    for command in commands:
+        helps = [run_kbuild(command, "--help").stdout]
+        # Command groups (hub, cache, ci, toolchains): their subcommands' options too.
+        sub = re.findall(r"^  ([a-z][a-z-]+)\s", helps[0].split("ubcommands", 1)[1], re.M) if "ubcommands" in helps[0] else []
+        helps += [run_kbuild(command, name, "--help").stdout for name in sub]
+        for text in helps:
+            for option in set(re.findall(r"(--[a-z][a-z0-9-]+)", text)) - {"--help"}:
+                if option not in docs:
+                    missing.append(f"{command}: {option}")
+    assert not missing, "options missing from docs/cli.md: " + ", ".join(sorted(missing))

@@ -38,6 +38,8 @@ def test_a_failing_test_fails_its_variant_and_the_command(tmp_path):
     assert "on purpose" in text.stdout  # the failed run's output is shown
     missing = run_kbuild("test", kernel, "--python", PYTHON, "--variant", "torch215-cxx11-cpu-x86_64-linux", check=False)
     assert missing.returncode == 2 and "is not built" in missing.stderr
+    matrix = run_kbuild("test", kernel, "--python", PYTHON, "--matrix", check=False)
+    assert matrix.returncode == 2 and "variant torch211-cxx11-cu130-x86_64-linux is not built" in matrix.stderr
     shutil.rmtree(kernel / "build")
     empty = run_kbuild("test", kernel, "--python", PYTHON, check=False)
     assert empty.returncode == 2 and "holds no variants" in empty.stderr

@@ -5,6 +5,7 @@
 
 #include "kbuild/build/test_variants.hpp"
 #include "kbuild/toolchain/lock.hpp"
+#include "kbuild/util/hash.hpp"
 #include "support/fakes.hpp"
 
 using namespace kbuild;
@@ -153,4 +154,24 @@ TEST_F(TestVariantsFixture, FailuresAreResultsAndBadRequestsAreErrors) {
 
   fs.remove_all("/k/tests");
   EXPECT_EQ(build::test_variants(request(), services).error().code, ExitCode::usage);
+}
+
+TEST_F(TestVariantsFixture, ThePinnedWheelKbuildDownloadedIsInstalledWhenItFitsThePython) {
+  std::string wheel = "torch-2.15.0-cp311-cp311-manylinux_2_28_x86_64.whl";
+  std::string sha = util::sha256_hex("wheel bytes");
+  toolchain::LockFile lock;
+  lock.toolchains["torch-2.15"] = {{"torch", "2.15.0", wheel, sha}};
+  fs.put("/k/kbuild.lock", lock.serialize());
+  fs.put("/cache/downloads/" + sha + "/" + wheel, "wheel bytes");
+  auto only = request();
+  only.variants = {k_cpu215};
+  ASSERT_TRUE(build::test_variants(only, services));
+  EXPECT_EQ(ran_containing(" -m pip install --disable-pip-version-check /cache/downloads/" + sha + "/" + wheel), 1u);
+
+  // A download that no longer matches its pin is not used: pip gets the version instead.
+  fs.remove_all("/cache/test-envs");
+  fs.put("/cache/downloads/" + sha + "/" + wheel, "tampered");
+  launcher.ran.clear();
+  ASSERT_TRUE(build::test_variants(only, services));
+  EXPECT_EQ(ran_containing(" -m pip install --disable-pip-version-check torch==2.15.0 "), 1u);
 }

@@ -43,24 +43,38 @@ std::optional<PythonTorch> probe(util::ProcessLauncher& launcher, const fs::path
   return found;
 }
 
-// The Torch version to install for major.minor: kbuild.lock's pin, else the newest patch release.
-std::string torch_requirement(const util::FileSystem& fs, const fs::path& kernel_dir, const std::string& minor) {
+// What pip installs as Torch for major.minor: the wheel kbuild.lock pins, from the downloads kbuild
+// made (verified again), when it fits this Python; else that version from the index; without a pin,
+// the newest patch release.
+struct TorchSource {
+  std::string requirement;  ///< for pip: a wheel's path, or "torch==2.15.0"
+  std::string version;      ///< "2.15.0" (names the environment)
+};
+
+TorchSource torch_source(const util::FileSystem& fs, const util::Environment& env, const fs::path& kernel_dir,
+                         const std::string& minor, const std::string& python_version) {
   auto text = fs.read_file(kernel_dir / "kbuild.lock");
-  if (text)
-    if (auto lock = toolchain::LockFile::parse(*text, "kbuild.lock"))
-      if (const auto* pinned = lock->find(toolchain::toolchain_name("torch", minor)); pinned && !pinned->empty())
-        return "torch==" + pinned->front().version;
-  return "torch==" + minor + ".*";
+  auto lock = text ? toolchain::LockFile::parse(*text, "kbuild.lock") : Result<toolchain::LockFile>(fail("no lock"));
+  const auto* pinned = lock ? lock->find(toolchain::toolchain_name("torch", minor)) : nullptr;
+  if (!pinned || pinned->empty()) return {"torch==" + minor + ".*", minor};
+  const toolchain::LockedArtifact& wheel = pinned->front();
+  std::string tag =
+      "cp" + python_version.substr(0, python_version.find('.')) + python_version.substr(python_version.find('.') + 1);
+  fs::path downloaded = util::CacheLayout::from_environment(env).downloads() / wheel.sha256 / wheel.file;
+  if (wheel.file.find("-" + tag + "-" + tag + "-") != std::string::npos && fs.stat(downloaded).is_file)
+    if (auto sha = util::sha256_file_hex(fs, downloaded); sha && *sha == wheel.sha256)
+      return {downloaded.string(), wheel.version};
+  return {"torch==" + wheel.version, wheel.version};
 }
 
 // The environment for `requirement` ("torch==2.15.0"), created when missing.
 Result<fs::path> test_environment(const TestRequest& request, TestServices& services, const PythonTorch& base,
-                                  const std::string& requirement) {
+                                  const TorchSource& torch) {
+  const std::string& requirement = torch.requirement;
   const fs::path tests_requirements = request.kernel_dir / "tests" / "requirements.txt";
   std::string extra = services.fs.read_file(tests_requirements).value_or("");
   std::string key = util::sha256_hex(requirement + "\n" + base.python_version + "\n" + extra).substr(0, 10);
-  size_t pinned = requirement.find("==");
-  std::string version = pinned == std::string::npos ? "latest" : requirement.substr(pinned + 2);
+  const std::string& version = torch.version;
   auto cache = util::CacheLayout::from_environment(services.env);
   fs::path dir = cache.test_envs() / ("torch-" + version + "-py" + base.python_version + "-" + key);
   fs::path python = dir / "bin" / "python";
@@ -239,8 +253,10 @@ Result<std::vector<VariantTestResult>> test_variants(const TestRequest& request,
       if (!minor.empty() && minor == base.torch_minor) {
         by_minor[minor] = base;
       } else {
-        std::string requirement = minor.empty() ? "torch" : torch_requirement(services.fs, request.kernel_dir, minor);
-        KB_TRY_ASSIGN(fs::path python, test_environment(request, services, base, requirement));
+        TorchSource torch =
+            minor.empty() ? TorchSource{"torch", "latest"}
+                          : torch_source(services.fs, services.env, request.kernel_dir, minor, base.python_version);
+        KB_TRY_ASSIGN(fs::path python, test_environment(request, services, base, torch));
         auto env = probe(services.launcher, python);
         if (!env)
           return fail(

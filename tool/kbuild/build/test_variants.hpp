@@ -6,7 +6,8 @@
 // The Python for a variant: the --python interpreter when its Torch has the variant's major.minor;
 // otherwise a virtual environment kept in $KBUILD_CACHE/test-envs/, created once per Torch version,
 // Python version and test requirements with `python -m venv` and pip: torch at the version pinned in
-// kbuild.lock (torch-X.Y), `kernels`, `pytest`, and the kernel's tests/requirements.txt. It is
+// kbuild.lock (torch-X.Y: the wheel kbuild downloaded, verified again, when it fits the Python; else
+// that version from the index), `kernels`, `pytest`, and the kernel's tests/requirements.txt. It is
 // assembled under a temporary name and renamed into place with a .complete marker, so an
 // interrupted creation is never used.
 //

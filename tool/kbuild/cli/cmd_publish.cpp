@@ -72,17 +72,6 @@ void print_json(const hub::PublishOutcome& outcome) {
   fmt::print("{}\n", j.dump(2));
 }
 
-// The variants of the kernel's matrix (kbuild.toml, or the default table), for naming what a
-// release lacks; none when the matrix cannot be read (build reports that).
-std::vector<std::string> matrix_variant_names(Services& services, const config::KernelConfig& config,
-                                              const std::filesystem::path& kernel_dir) {
-  auto session = build::open_matrix(services.fs, config, kernel_dir, {}, false, {}, true);
-  std::vector<std::string> names;
-  if (session)
-    for (const auto& entry : session->all) names.push_back(entry.variant.name());
-  return names;
-}
-
 Result<ExitCode> run_publish(const PublishCliOptions& options, Services& services) {
   auto kernel_dir = absolute_dir(options.kernel_dir);
   if (options.quiet && options.verbose) return fail("-q and -v contradict each other", "choose one", ExitCode::usage);
@@ -100,7 +89,7 @@ Result<ExitCode> run_publish(const PublishCliOptions& options, Services& service
   publish.force = options.force;
   publish.has_token = hub.token.has_value();
   for (const auto& dir : options.from) publish.sources.push_back(std::filesystem::absolute(dir));
-  publish.expected_variants = matrix_variant_names(services, config, kernel_dir);
+  publish.expected_variants = build::matrix_variant_names(services.fs, config, kernel_dir);
   publish.require_all = options.require_all;
 
   const bool terminal = is_smart_terminal(stderr, services.env) && !options.json && !options.quiet;

@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kbuild/build/kernel_source.hpp"
+#include "kbuild/build/matrix_session.hpp"
 #include "kbuild/build/test_variants.hpp"
 #include "kbuild/cli/command.hpp"
 #include "kbuild/util/log.hpp"
@@ -17,6 +19,7 @@ struct TestOptions {
   std::string kernel_dir = ".";
   std::vector<std::string> variants;
   std::string python = "python3";
+  bool matrix = false;
   bool json = false;
 };
 
@@ -53,6 +56,12 @@ Result<ExitCode> run_test(const TestOptions& options, Services& services) {
   build::TestRequest request;
   request.kernel_dir = absolute_dir(options.kernel_dir);
   request.variants = options.variants;
+  if (options.matrix) {
+    if (!options.variants.empty())
+      return fail("--matrix and --variant contradict each other", "choose one", ExitCode::usage);
+    KB_TRY_ASSIGN(config::KernelConfig config, build::load_kernel(services.fs, request.kernel_dir, print_diagnostics));
+    request.variants = build::matrix_variant_names(services.fs, config, request.kernel_dir);
+  }
   request.python = options.python;
   request.pip_progress = !options.json && is_smart_terminal(stderr, services.env);
   build::TestServices test_services{services.fs, services.launcher, services.env, services.clock,
@@ -85,6 +94,8 @@ void register_test(CLI::App& app, CommandAction& action) {
   cmd->add_option("--python", options->python,
                   "Python whose Torch serves variants of its version, and that creates the other test environments")
       ->capture_default_str();
+  cmd->add_flag("--matrix", options->matrix,
+                "Every variant of the kernel's matrix (kbuild variants), each of which must be built");
   cmd->add_flag("--json", options->json, "Print the results as JSON");
   cmd->callback([options, &action] { action = [options](Services& s) { return run_test(*options, s); }; });
 }
