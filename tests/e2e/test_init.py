@@ -85,6 +85,15 @@ def test_a_cpu_only_project_builds_one_variant_and_its_tests_pass(tmp_path):
     assert refused.returncode == 2 and "not \"rocm\"" in refused.stderr and not (tmp_path / "rocm-relu").exists()
 
 
+def test_init_takes_the_name_as_an_option_too(tmp_path):
+    run_kbuild("init", tmp_path / "somewhere", "--name", "named-relu", "--no-git", "--no-ci")
+    assert 'name = "named-relu"' in (tmp_path / "somewhere" / "build.toml").read_text()
+    run_kbuild("init", "--name", "here-relu", "--no-git", "--no-ci", cwd=tmp_path)
+    assert (tmp_path / "here-relu" / "build.toml").is_file()
+    nameless = run_kbuild("init", check=False)
+    assert nameless.returncode == 2 and "init needs the kernel's name" in nameless.stderr
+
+
 def test_init_refuses_bad_names_and_non_empty_directories(tmp_path):
     result = run_kbuild("init", "My_Kernel", cwd=tmp_path, check=False)
     assert result.returncode == 2 and "not a valid kernel name" in result.stderr

@@ -10,8 +10,9 @@ namespace kbuild::cli {
 namespace {
 
 struct InitOptions {
-  std::string name;
+  std::string name;  ///< the first positional: the name, or with --name the directory
   std::string dir;
+  std::string name_option;  ///< --name
   std::string repo_id;
   std::string license = "Apache-2.0";
   std::vector<std::string> backends = {"cpu", "cuda"};
@@ -19,7 +20,17 @@ struct InitOptions {
   bool no_ci = false;
 };
 
-Result<ExitCode> run_init(const InitOptions& options, Services& services) {
+Result<ExitCode> run_init(const InitOptions& given, Services& services) {
+  // `kbuild init NAME [DIR]`, or `kbuild init [DIR] --name NAME` (kernel-builder's spelling).
+  InitOptions options = given;
+  if (!options.name_option.empty()) {
+    if (!options.dir.empty())
+      return fail("with --name, init takes one directory", "kbuild init [DIR] --name NAME", ExitCode::usage);
+    options.dir = options.name;
+    options.name = options.name_option;
+  }
+  if (options.name.empty())
+    return fail("init needs the kernel's name", "kbuild init NAME [DIR], e.g. kbuild init my-relu", ExitCode::usage);
   build::InitRequest request;
   request.name = options.name;
   request.target = absolute_dir(options.dir.empty() ? options.name : options.dir);
@@ -45,8 +56,9 @@ void register_init(CLI::App& app, CommandAction& action) {
   CLI::App* cmd = app.add_subcommand("init",
                                      "Create a new kernel project (a relu op with CPU and CUDA components, tests "
                                      "and a CI workflow)");
-  cmd->add_option("name", options->name, "Kernel name, e.g. my-relu")->required();
+  cmd->add_option("name", options->name, "Kernel name, e.g. my-relu (with --name: the directory)");
   cmd->add_option("dir", options->dir, "Directory to create (default: NAME)");
+  cmd->add_option("--name", options->name_option, "Kernel name, the positional argument then being the directory");
   cmd->add_option("--repo-id", options->repo_id, "Hub repository for [general.hub] (default: your-org/NAME)");
   cmd->add_option("--license", options->license, "SPDX license of the kernel (general.license)")->capture_default_str();
   cmd->add_option("--backends", options->backends, "Components to scaffold: cpu, cuda or cpu,cuda")
