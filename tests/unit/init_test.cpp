@@ -72,6 +72,16 @@ TEST_F(InitFixture, OneBackendOnly) {
   EXPECT_TRUE(fs.has("/p/my-relu/my_relu_cpu/my_relu_cpu.cpp"));  // the CUDA variant's CPU path
 }
 
+TEST_F(InitFixture, AnExistingEmptyDirectoryIsFilledNotReplaced) {
+  ASSERT_TRUE(fs.make_dirs("/p/my-relu"));  // e.g. `kbuild init . --name my-relu` in a new directory
+  auto outcome = build::init_project(request(), fs, launcher);
+  ASSERT_TRUE(outcome) << outcome.error().message;
+  EXPECT_TRUE(fs.has("/p/my-relu/build.toml"));
+  auto siblings = fs.list_dir("/p");
+  ASSERT_TRUE(siblings);
+  EXPECT_EQ(siblings->size(), 1u);  // no staging left beside it
+}
+
 TEST_F(InitFixture, RefusalsWriteNothing) {
   for (auto bad : {request({"rocm"}), request({})}) {
     auto refused = build::init_project(bad, fs, launcher);
@@ -81,6 +91,9 @@ TEST_F(InitFixture, RefusalsWriteNothing) {
   auto name = request();
   name.name = "My_Relu";
   EXPECT_EQ(build::init_project(name, fs, launcher).error().code, ExitCode::usage);
+  auto repo = request();
+  repo.repo_id = "org/name\"\nx = 1";  // would be pasted into build.toml
+  EXPECT_EQ(build::init_project(repo, fs, launcher).error().code, ExitCode::usage);
   fs.put("/p/my-relu/keep.txt", "mine");
   auto occupied = build::init_project(request(), fs, launcher);
   ASSERT_FALSE(occupied);

@@ -130,6 +130,15 @@ TEST(PublishInventory, RefusesWhatDoesNotMakeOneRelease) {
       },
       {"/a"});
   EXPECT_NE(modified.find("does not match the digest"), std::string::npos) << modified;
+  auto renamed = refused(
+      [](auto& fs) {
+        put_variant(fs, "/a/" + k_cpu);
+        (void)fs.rename("/a/" + k_cpu, "/a/" + k_cuda);
+      },
+      {"/a/"});  // (a trailing separator names the same directory)
+  EXPECT_NE(renamed.find("/a/" + k_cuda + ": the directory name does not match its metadata.json (backend cpu)"),
+            std::string::npos)
+      << renamed;
   auto odd_name = refused([](auto& fs) { put_variant(fs, "/a/bad name"); }, {"/a"});
   EXPECT_NE(odd_name.find("\"bad name\" (in /a) is not a variant name"), std::string::npos) << odd_name;
   auto empty = refused([](auto& fs) { fs.put("/a/readme.txt", ""); }, {"/a"});

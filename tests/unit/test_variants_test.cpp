@@ -2,6 +2,7 @@
 // environments it creates (and reuses), what the tests are told, and how results are read.
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "kbuild/build/test_variants.hpp"
 #include "kbuild/toolchain/lock.hpp"
@@ -174,4 +175,20 @@ TEST_F(TestVariantsFixture, ThePinnedWheelKbuildDownloadedIsInstalledWhenItFitsT
   launcher.ran.clear();
   ASSERT_TRUE(build::test_variants(only, services));
   EXPECT_EQ(ran_containing(" -m pip install --disable-pip-version-check torch==2.15.0 "), 1u);
+}
+
+TEST_F(TestVariantsFixture, StagingsOfKilledRunsAreSweptLiveOnesKept) {
+  auto only = request();
+  only.variants = {k_cpu215};
+  auto first = build::test_variants(only, services);
+  ASSERT_TRUE(first);
+  std::filesystem::path env_dir = first->front().python.parent_path().parent_path();
+  fs.remove_all(env_dir);
+  std::string stale = "/cache/test-envs/." + env_dir.filename().string() + ".tmp99999999-aa-0";
+  std::string live = "/cache/test-envs/." + env_dir.filename().string() + ".tmp" + std::to_string(::getpid()) + "-bb-0";
+  fs.put(stale + "/bin/python", "");
+  fs.put(live + "/bin/python", "");
+  ASSERT_TRUE(build::test_variants(only, services));
+  EXPECT_FALSE(fs.has(stale + "/bin/python"));  // its process is gone
+  EXPECT_TRUE(fs.has(live + "/bin/python"));    // another run is creating it right now
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <regex>
 
 #include "kbuild/build/ci_workflow.hpp"
 #include "kbuild/build/kernel_source.hpp"
@@ -36,6 +37,11 @@ Result<void> validate(const InitRequest& request, const util::FileSystem& fs) {
   if (request.license.empty() || request.license.find_first_of("\"\\\n") != std::string::npos)
     return fail("--license \"" + request.license + "\" is not an SPDX license expression",
                 "e.g. Apache-2.0, MIT, BSD-3-Clause", ExitCode::usage);
+  // Written into build.toml as a TOML string: the Hub's spelling only.
+  static const std::regex k_repo_id(R"(^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$)");
+  if (!request.repo_id.empty() && !std::regex_match(request.repo_id, k_repo_id))
+    return fail("--repo-id \"" + request.repo_id + "\" is not a Hub repository id", "write it as org/name",
+                ExitCode::usage);
   if (request.backends.empty())
     return fail("--backends is empty", "choose cpu, cuda or both (cpu,cuda)", ExitCode::usage);
   for (const auto& backend : request.backends)
@@ -101,8 +107,18 @@ Result<InitOutcome> init_project(const InitRequest& request, util::FileSystem& f
     (void)fs.remove_all(staging);
     return fail(written.error());
   }
-  (void)fs.remove_all(request.target);  // an empty directory, checked above
-  KB_TRY(fs.rename(staging, request.target));
+  // Into place: renamed as a whole, or, into an existing empty directory (the current one, a mount
+  // point), entry by entry, so that the directory itself is kept.
+  Result<void> placed = [&]() -> Result<void> {
+    if (!fs.stat(request.target).exists) return fs.rename(staging, request.target);
+    KB_TRY_ASSIGN(auto entries, fs.list_dir(staging));
+    for (const auto& entry : entries) KB_TRY(fs.rename(staging / entry.name, request.target / entry.name));
+    return fs.remove_all(staging);
+  }();
+  if (!placed) {
+    (void)fs.remove_all(staging);
+    return fail(placed.error());
+  }
 
   // A git repository from the start: the ops id follows its tree (stable across edits and checkouts).
   if (request.git) {

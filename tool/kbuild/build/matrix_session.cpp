@@ -41,12 +41,11 @@ Result<MatrixSession> open_matrix(const util::FileSystem& fs, const config::Kern
   return session;
 }
 
-std::vector<std::string> matrix_variant_names(const util::FileSystem& fs, const config::KernelConfig& config,
-                                              const std::filesystem::path& kernel_dir) {
-  auto session = open_matrix(fs, config, kernel_dir, {}, false, {}, true);
+Result<std::vector<std::string>> matrix_variant_names(const util::FileSystem& fs, const config::KernelConfig& config,
+                                                      const std::filesystem::path& kernel_dir) {
+  KB_TRY_ASSIGN(MatrixSession session, open_matrix(fs, config, kernel_dir, {}, false, {}, true));
   std::vector<std::string> names;
-  if (session)
-    for (const auto& entry : session->all) names.push_back(entry.variant.name());
+  for (const auto& entry : session.all) names.push_back(entry.variant.name());
   return names;
 }
 

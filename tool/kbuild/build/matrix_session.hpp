@@ -34,10 +34,10 @@ struct MatrixSession {
 
 /// Reads kbuild.toml (diagnostics to `sink`; error exit 2) and kbuild.lock; `locked` requires the lock.
 /// An empty matrix is an error unless `allow_empty` (kbuild variants lists it with the reasons).
-/// The names of every variant of the kernel's matrix (kbuild.toml, or the default table); none when
-/// the matrix cannot be read (a build reports why).
-std::vector<std::string> matrix_variant_names(const util::FileSystem& fs, const config::KernelConfig& config,
-                                              const std::filesystem::path& kernel_dir);
+/// The names of every variant of the kernel's matrix (kbuild.toml, or the default table); an error
+/// when kbuild.toml or kbuild.lock cannot be read.
+Result<std::vector<std::string>> matrix_variant_names(const util::FileSystem& fs, const config::KernelConfig& config,
+                                                      const std::filesystem::path& kernel_dir);
 
 Result<MatrixSession> open_matrix(const util::FileSystem& fs, const config::KernelConfig& config,
                                   const std::filesystem::path& kernel_dir, const plan::MatrixFilter& filter,

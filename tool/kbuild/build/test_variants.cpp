@@ -7,6 +7,7 @@
 
 #include "kbuild/build/kernel_source.hpp"
 #include "kbuild/config/variant.hpp"
+#include "kbuild/exec/interrupt.hpp"
 #include "kbuild/toolchain/lock.hpp"
 #include "kbuild/util/cache_layout.hpp"
 #include "kbuild/util/hash.hpp"
@@ -36,7 +37,10 @@ std::optional<PythonTorch> probe(util::ProcessLauncher& launcher, const fs::path
   if (!result || result->exit_code != 0) return std::nullopt;
   auto fields = util::split(std::string(util::trim(result->out)), ' ');
   if (fields.size() != 3) return std::nullopt;
-  auto version = util::Version::parse(fields[0].substr(0, fields[0].find('+')));
+  // The release part only: "2.9.0.dev20250801+cu130" and "2.6.0a0+ecf3bae" (NGC) are 2.9.0 and 2.6.0.
+  std::string release = fields[0].substr(0, fields[0].find_first_not_of("0123456789."));
+  while (!release.empty() && release.back() == '.') release.pop_back();
+  auto version = util::Version::parse(release);
   if (!version) return std::nullopt;
   PythonTorch found{python, fields[0], version->major_minor(), std::nullopt, fields[2]};
   if (fields[1] != "-") found.cuda = fields[1];
@@ -67,6 +71,20 @@ TorchSource torch_source(const util::FileSystem& fs, const util::Environment& en
   return {"torch==" + wheel.version, wheel.version};
 }
 
+// Removes ".<dir name>.tmp<pid>-..." siblings of `dir` whose process no longer runs (util::temp_sibling
+// names them so).
+void sweep_dead_stagings(util::FileSystem& fs, const fs::path& dir) {
+  auto entries = fs.list_dir(dir.parent_path());
+  if (!entries) return;
+  const std::string prefix = "." + dir.filename().string() + ".tmp";
+  for (const auto& entry : *entries) {
+    if (!entry.name.starts_with(prefix)) continue;
+    std::string digits = entry.name.substr(prefix.size(), entry.name.find('-', prefix.size()) - prefix.size());
+    if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (!util::process_alive(std::stoi(digits))) (void)fs.remove_all(dir.parent_path() / entry.name);
+  }
+}
+
 // The environment for `requirement` ("torch==2.15.0"), created when missing.
 Result<fs::path> test_environment(const TestRequest& request, TestServices& services, const PythonTorch& base,
                                   const TorchSource& torch) {
@@ -84,6 +102,8 @@ Result<fs::path> test_environment(const TestRequest& request, TestServices& serv
                 dir.string());
   KB_TRY(services.fs.make_dirs(cache.test_envs()));
   fs::path staging = util::temp_sibling(dir);
+  // Stagings of earlier runs that were killed (SIGKILL, power loss): their processes are gone.
+  sweep_dead_stagings(services.fs, dir);
   auto failed = [&](const std::string& what, const util::ProcessResult* result) -> Result<fs::path> {
     (void)services.fs.remove_all(staging);
     std::string output = result ? std::string(util::trim(result->out + result->err)) : "";
@@ -103,8 +123,15 @@ Result<fs::path> test_environment(const TestRequest& request, TestServices& serv
     pip.push_back(tests_requirements.string());
   }
   auto installed = services.launcher.run(pip, quiet);
+  if (exec::interrupted()) {
+    (void)services.fs.remove_all(staging);
+    return fail("interrupted while creating the test environment (nothing was kept)", "", ExitCode::interrupted);
+  }
   if (!installed || installed->exit_code != 0) return failed("pip install failed", installed ? &*installed : nullptr);
-  KB_TRY(services.fs.write_file_atomic(staging / ".complete", requirement + "\n" + extra));
+  if (auto marked = services.fs.write_file_atomic(staging / ".complete", requirement + "\n" + extra); !marked) {
+    (void)services.fs.remove_all(staging);
+    return fail(marked.error());
+  }
   if (auto renamed = services.fs.rename(staging, dir); !renamed) {
     (void)services.fs.remove_all(staging);
     if (!services.fs.stat(dir / ".complete").is_file) return fail(renamed.error());  // else: made meanwhile
@@ -198,8 +225,8 @@ Result<PythonTorch> base_python(const TestRequest& request, TestServices& servic
 // Why `env` cannot load `variant`, if it cannot: a CUDA variant needs a Torch built for its CUDA.
 std::optional<std::string> unloadable_reason(const config::Variant& variant, const PythonTorch& env) {
   if (variant.kind != config::Variant::Kind::torch || variant.backend != config::Backend::cuda) return std::nullopt;
-  if (env.cuda && variant.cuda && util::Version::parse(*env.cuda)->major_minor() == variant.cuda->major_minor())
-    return std::nullopt;
+  auto env_cuda = env.cuda ? util::Version::parse(*env.cuda) : std::nullopt;
+  if (env_cuda && variant.cuda && env_cuda->major_minor() == variant.cuda->major_minor()) return std::nullopt;
   return "Torch " + env.torch + " here is " + (env.cuda ? "built for CUDA " + *env.cuda : std::string("a CPU build")) +
          "; the variant needs one built for CUDA " + (variant.cuda ? variant.cuda->major_minor() : "?");
 }

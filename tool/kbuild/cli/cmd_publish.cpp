@@ -88,8 +88,11 @@ Result<ExitCode> run_publish(const PublishCliOptions& options, Services& service
   publish.dry_run = options.dry_run;
   publish.force = options.force;
   publish.has_token = hub.token.has_value();
-  for (const auto& dir : options.from) publish.sources.push_back(std::filesystem::absolute(dir));
-  publish.expected_variants = build::matrix_variant_names(services.fs, config, kernel_dir);
+  for (const auto& dir : options.from) publish.sources.push_back(absolute_dir(dir));
+  // What the release lacks is named when the matrix can be read; --require-all needs it.
+  auto matrix = build::matrix_variant_names(services.fs, config, kernel_dir);
+  if (!matrix && options.require_all) return fail(matrix.error());
+  publish.expected_variants = matrix.value_or(std::vector<std::string>{});
   publish.require_all = options.require_all;
 
   const bool terminal = is_smart_terminal(stderr, services.env) && !options.json && !options.quiet;

@@ -9,6 +9,7 @@
 #include "kbuild/build/matrix_session.hpp"
 #include "kbuild/build/test_variants.hpp"
 #include "kbuild/cli/command.hpp"
+#include "kbuild/exec/interrupt.hpp"
 #include "kbuild/util/log.hpp"
 
 namespace kbuild::cli {
@@ -53,6 +54,7 @@ void print_text(const std::vector<build::VariantTestResult>& results) {
 }
 
 Result<ExitCode> run_test(const TestOptions& options, Services& services) {
+  exec::install_interrupt_handlers();  // so that an interrupted environment creation cleans up
   build::TestRequest request;
   request.kernel_dir = absolute_dir(options.kernel_dir);
   request.variants = options.variants;
@@ -60,7 +62,7 @@ Result<ExitCode> run_test(const TestOptions& options, Services& services) {
     if (!options.variants.empty())
       return fail("--matrix and --variant contradict each other", "choose one", ExitCode::usage);
     KB_TRY_ASSIGN(config::KernelConfig config, build::load_kernel(services.fs, request.kernel_dir, print_diagnostics));
-    request.variants = build::matrix_variant_names(services.fs, config, request.kernel_dir);
+    KB_TRY_ASSIGN(request.variants, build::matrix_variant_names(services.fs, config, request.kernel_dir));
   }
   request.python = options.python;
   request.pip_progress = !options.json && is_smart_terminal(stderr, services.env);
@@ -76,6 +78,10 @@ Result<ExitCode> run_test(const TestOptions& options, Services& services) {
   if (failed > 0)
     return fail(fmt::format("{} of {} variant(s) failed their tests", failed, results.size()),
                 "the output of each failed run is above", ExitCode::failure);
+  // Variants asked for by name (or by --matrix) must be tested; the default run only reports them.
+  if (untested > 0 && (!options.variants.empty() || options.matrix))
+    return fail(fmt::format("{} of the {} variant(s) asked for could not be tested here", untested, results.size()),
+                "see the reasons above; test them where a matching Torch (and GPU) is available", ExitCode::failure);
   if (!options.json)
     fmt::print("kbuild: {} variant(s) passed{}\n", results.size() - untested,
                untested ? fmt::format(", {} not tested (see above)", untested) : "");

@@ -180,6 +180,7 @@ class Run {
       const plan::Job& job = m_jobs[index];
       if (job.temp_output) (void)m_s.fs.remove_all(*job.temp_output);
       m_s.state.erase(job.id);
+      m_s.reporter.job_aborted(job);
     }
   }
 

@@ -1,6 +1,8 @@
 #include "kbuild/exec/reporter.hpp"
 
 #include <fmt/core.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "kbuild/util/strings.hpp"
 
@@ -11,6 +13,19 @@ std::string with_elapsed(const std::string& status, double seconds) {
   std::string elapsed = whole < 60 ? fmt::format("{} s", whole) : fmt::format("{} min {:02} s", whole / 60, whole % 60);
   return status + "  (" + elapsed + ")";
 }
+
+namespace {
+
+// The live line must fit the terminal: a wrapped line cannot be rewritten with '\r', and each
+// rewrite would add a line. Cut to the width (ASCII descriptions), as ninja does.
+std::string fit_to_terminal(std::FILE* out, std::string line) {
+  winsize size{};
+  if (::ioctl(::fileno(out), TIOCGWINSZ, &size) == 0 && size.ws_col > 4 && line.size() >= size.ws_col)
+    line = line.substr(0, size.ws_col - 4) + "...";
+  return line;
+}
+
+}  // namespace
 
 TerminalReporter::TerminalReporter(TerminalOptions options) : m_options(options) {
   if (!m_options.quiet && !m_options.verbose && m_options.tick.count() > 0)
@@ -29,6 +44,14 @@ TerminalReporter::~TerminalReporter() {
 
 void TerminalReporter::tick_loop() {
   std::unique_lock lock(m_mutex);
+  // A failed write (a full disk under a redirected log) ends the ticking, never the build.
+  try {
+    tick_while_running(lock);
+  } catch (const std::exception&) {
+  }
+}
+
+void TerminalReporter::tick_while_running(std::unique_lock<std::mutex>& lock) {
   while (!m_wake.wait_for(lock, m_options.tick, [this] { return m_stopping; })) {
     if (m_running.empty()) continue;
     auto oldest = m_running.begin();
@@ -39,7 +62,8 @@ void TerminalReporter::tick_loop() {
     if (m_options.smart_terminal) {
       if (seconds < m_options.long_after.count() || !m_status_pending) continue;
       std::string prefix = m_status.substr(0, m_status.find(']') + 1);
-      fmt::print(m_options.out, "\r{}\x1b[K", with_elapsed(prefix + " " + oldest->second.first, seconds));
+      fmt::print(m_options.out, "\r{}\x1b[K",
+                 fit_to_terminal(m_options.out, with_elapsed(prefix + " " + oldest->second.first, seconds)));
     } else {
       if (seconds < m_options.log_every.count() || now - m_last_log < m_options.log_every) continue;
       m_last_log = now;
@@ -51,7 +75,7 @@ void TerminalReporter::tick_loop() {
 
 void TerminalReporter::print_status(const std::string& line) {
   if (m_options.smart_terminal && !m_options.verbose) {
-    fmt::print(m_options.out, "\r{}\x1b[K", line);
+    fmt::print(m_options.out, "\r{}\x1b[K", fit_to_terminal(m_options.out, line));
     m_status_pending = true;
   } else {
     fmt::print(m_options.out, "{}\n", line);
@@ -93,6 +117,11 @@ void TerminalReporter::job_finished(const plan::Job& job, const JobOutcome& outc
     fmt::print(m_options.out, "{}{}", outcome.output, outcome.output.back() == '\n' ? "" : "\n");
   }
   std::fflush(m_options.out);
+}
+
+void TerminalReporter::job_aborted(const plan::Job& job) {
+  std::lock_guard lock(m_mutex);
+  m_running.erase(job.id);
 }
 
 void TerminalReporter::explain(const plan::Job& job, const std::string& reason) {

@@ -33,6 +33,8 @@ class Reporter {
   /// `started` counts jobs started before this one; `cached` says it is served from the cache.
   virtual void job_started(const plan::Job& job, size_t started, size_t total, bool cached) = 0;
   virtual void job_finished(const plan::Job& job, const JobOutcome& outcome, size_t finished, size_t total) = 0;
+  /// A started job was killed (interrupt): it will not finish.
+  virtual void job_aborted(const plan::Job&) {}
   /// Why a job is stale (--explain).
   virtual void explain(const plan::Job& job, const std::string& reason) = 0;
   virtual void info(std::string_view message) = 0;
@@ -60,6 +62,7 @@ class TerminalReporter final : public Reporter {
   ~TerminalReporter() override;
   void job_started(const plan::Job& job, size_t started, size_t total, bool cached) override;
   void job_finished(const plan::Job& job, const JobOutcome& outcome, size_t finished, size_t total) override;
+  void job_aborted(const plan::Job& job) override;
   void explain(const plan::Job& job, const std::string& reason) override;
   void info(std::string_view message) override;
   void warning(std::string_view message) override;
@@ -70,6 +73,7 @@ class TerminalReporter final : public Reporter {
   void end_status_line();
   /// The ticker thread: shows the elapsed time of the longest-running command.
   void tick_loop();
+  void tick_while_running(std::unique_lock<std::mutex>& lock);
   TerminalOptions m_options;
   bool m_status_pending = false;
   std::string m_status;                                                        ///< the last "[n/m] ..." line

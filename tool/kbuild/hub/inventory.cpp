@@ -5,6 +5,7 @@
 #include <set>
 #include <type_traits>
 
+#include "kbuild/config/variant.hpp"
 #include "kbuild/layout/digest.hpp"
 #include "kbuild/layout/metadata.hpp"
 #include "kbuild/layout/signature.hpp"
@@ -90,7 +91,11 @@ Result<BuildInventory> inventory_build(const util::FileSystem& fs, const fs::pat
                                        const std::vector<fs::path>& sources) {
   std::vector<std::pair<fs::path, std::string>> roots;  // (path, as shown in messages)
   if (sources.empty()) roots.emplace_back(kernel_dir / "build", "build");
-  for (const auto& source : sources) roots.emplace_back(source, source.string());
+  for (const auto& source : sources) {
+    fs::path root = source.lexically_normal();  // "art/v/" and "art/v/." name the directory "v"
+    if (!root.has_filename() && root != root.root_path()) root = root.parent_path();
+    roots.emplace_back(root, root.string());
+  }
   std::map<std::string, FoundVariant> found;
   for (const auto& [root, shown_root] : roots) {
     KB_TRY_ASSIGN(auto dirs, variant_dirs(fs, root, shown_root));
@@ -100,6 +105,12 @@ Result<BuildInventory> inventory_build(const util::FileSystem& fs, const fs::pat
         return fail(usage("\"" + name + "\" (in " + shown_root + ") is not a variant name",
                           "variant directories are named like torch211-cxx11-cu130-x86_64-linux"));
       KB_TRY_ASSIGN(FoundVariant variant, read_variant(fs, dir, shown));
+      // The directory's name is what the loader selects by: it must say what was built.
+      auto parsed = config::Variant::parse(name);
+      if (!parsed || parsed->backend != variant.metadata.backend)
+        return fail(usage(shown + ": the directory name does not match its metadata.json (backend " +
+                              config::to_string(variant.metadata.backend) + ")",
+                          "gather each artifact under the variant name it was built as"));
       auto [it, inserted] = found.emplace(name, variant);
       if (!inserted && it->second.metadata.digest != variant.metadata.digest)
         return fail(usage("variant " + name + " is in " + it->second.dir.string() + " and " + dir.string() +

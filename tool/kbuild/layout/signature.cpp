@@ -24,7 +24,12 @@ SignatureStatus judge_signature(const std::string& bundle_text, const std::strin
   using State = SignatureStatus::State;
   auto bundle = nlohmann::json::parse(bundle_text, nullptr, false);
   if (bundle.is_discarded() || !bundle.is_object()) return {State::invalid, "metadata.json.sigstore is not JSON"};
-  auto media_type = bundle.value("mediaType", "");
+  // (Values are checked for their type first: a hostile bundle must not make the parser throw.)
+  auto string_at = [](const nlohmann::json& object, const char* key) {
+    auto it = object.find(key);
+    return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  auto media_type = string_at(bundle, "mediaType");
   if (!media_type.starts_with("application/vnd.dev.sigstore.bundle"))
     return {State::invalid, "metadata.json.sigstore is not a Sigstore bundle (mediaType \"" + media_type + "\")"};
   if (!bundle.contains("verificationMaterial") || !bundle["verificationMaterial"].is_object())
@@ -37,7 +42,7 @@ SignatureStatus judge_signature(const std::string& bundle_text, const std::strin
       !(*signature)["signature"].is_string())
     return {State::invalid, "the Sigstore bundle has no messageSignature with a digest and a signature"};
   const auto& digest = (*signature)["messageDigest"];
-  if (digest.value("algorithm", "") != "SHA2_256" || !digest.contains("digest") || !digest["digest"].is_string())
+  if (string_at(digest, "algorithm") != "SHA2_256" || !digest.contains("digest") || !digest["digest"].is_string())
     return {State::invalid, "the Sigstore bundle's message digest is not SHA2_256"};
   std::string expected = util::base64_encode(util::Hasher().update(metadata_bytes).finish_raw());
   if (digest["digest"].get<std::string>() != expected)

@@ -50,4 +50,7 @@ std::optional<std::filesystem::path> find_program(const std::string& program, co
 /// The machine's hardware name as uname(2) reports it ("x86_64", "aarch64").
 std::string current_machine();
 
+/// Whether process `pid` exists (kill(pid, 0)); for telling stale temporary names from live ones.
+bool process_alive(int pid);
+
 }  // namespace kbuild::util
