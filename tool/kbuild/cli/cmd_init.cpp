@@ -44,8 +44,8 @@ Result<ExitCode> run_init(const InitOptions& given, Services& services) {
                          : outcome.git_created ? ", a git repository with the files staged"
                                                : " (no git repository: git is not available)";
   std::string shown = options.dir.empty() ? options.name : options.dir;
-  fmt::print("created {} ({} files{})\n\nnext:\n  kbuild build {}\n  python -m pytest {}/tests\n",
-             request.target.string(), outcome.files.size(), git_note, shown, shown);
+  fmt::print("created {} ({} files{})\n\nnext:\n  kbuild build {}\n  kbuild test {}\n", request.target.string(),
+             outcome.files.size(), git_note, shown, shown);
   return ExitCode::ok;
 }
 

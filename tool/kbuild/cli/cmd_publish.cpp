@@ -33,13 +33,16 @@ struct PublishCliOptions {
   bool require_all = false;
 };
 
-std::string megabytes(std::uint64_t bytes) { return fmt::format("{:.1f} MB", bytes / 1e6); }
+// "46.0 kB", "539.1 MB": sizes as people read them.
+std::string human_size(std::uint64_t bytes) {
+  return bytes < 1'000'000 ? fmt::format("{:.1f} kB", bytes / 1e3) : fmt::format("{:.1f} MB", bytes / 1e6);
+}
 
 void print_plan(const hub::PublishOutcome& outcome) {
   for (const auto& planned : outcome.plans) {
     fmt::print("branch {}{}: {} to add, {} to delete, {} unchanged\n", planned.branch, planned.exists ? "" : " (new)",
                planned.plan.adds.size(), planned.plan.deletes.size(), planned.plan.unchanged.size());
-    for (const auto& file : planned.plan.adds) fmt::print("  + {} ({})\n", file.path, megabytes(file.size));
+    for (const auto& file : planned.plan.adds) fmt::print("  + {} ({})\n", file.path, human_size(file.size));
     for (const auto& path : planned.plan.deletes) fmt::print("  - {}\n", path);
   }
 }
@@ -114,7 +117,7 @@ Result<ExitCode> run_publish(const PublishCliOptions& options, Services& service
       double seconds = services.clock.seconds_since(start);
       double rate = seconds > 0 ? done / seconds : 0;
       double eta = rate > 0 ? (total - done) / rate : 0;
-      fmt::print(stderr, "\r  uploading {} / {}  {:.1f} MB/s  ETA {:.0f} s\x1b[K", megabytes(done), megabytes(total),
+      fmt::print(stderr, "\r  uploading {} / {}  {:.1f} MB/s  ETA {:.0f} s\x1b[K", human_size(done), human_size(total),
                  rate / 1e6, eta);
       progress_drawn = true;
     };
@@ -142,7 +145,7 @@ Result<ExitCode> run_publish(const PublishCliOptions& options, Services& service
       "{} {} to {} (branch {}{} at {}): {} LFS object(s), {} uploaded\n{}\n",
       outcome.status == "no_changes" ? (outcome.tag.empty() ? "no changes to" : "no changes; tagged") : "published",
       config.general.name, outcome.repo_id, outcome.branch, outcome.tag.empty() ? "" : ", tag " + outcome.tag,
-      outcome.commit.substr(0, 12), outcome.traffic.lfs_objects_uploaded, megabytes(outcome.traffic.lfs_bytes_uploaded),
+      outcome.commit.substr(0, 12), outcome.traffic.lfs_objects_uploaded, human_size(outcome.traffic.lfs_bytes_uploaded),
       outcome.url);
   return ExitCode::ok;
 }
