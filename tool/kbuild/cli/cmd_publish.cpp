@@ -145,8 +145,8 @@ Result<ExitCode> run_publish(const PublishCliOptions& options, Services& service
       "{} {} to {} (branch {}{} at {}): {} LFS object(s), {} uploaded\n{}\n",
       outcome.status == "no_changes" ? (outcome.tag.empty() ? "no changes to" : "no changes; tagged") : "published",
       config.general.name, outcome.repo_id, outcome.branch, outcome.tag.empty() ? "" : ", tag " + outcome.tag,
-      outcome.commit.substr(0, 12), outcome.traffic.lfs_objects_uploaded, human_size(outcome.traffic.lfs_bytes_uploaded),
-      outcome.url);
+      outcome.commit.substr(0, 12), outcome.traffic.lfs_objects_uploaded,
+      human_size(outcome.traffic.lfs_bytes_uploaded), outcome.url);
   return ExitCode::ok;
 }
 
