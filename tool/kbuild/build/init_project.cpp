@@ -7,6 +7,7 @@
 #include "kbuild/build/ci_workflow.hpp"
 #include "kbuild/build/kernel_source.hpp"
 #include "kbuild/config/build_toml.hpp"
+#include "kbuild/config/model.hpp"
 #include "kbuild/layout/templates.hpp"
 #include "kbuild/util/strings.hpp"
 
@@ -65,7 +66,9 @@ Result<InitOutcome> init_project(const InitRequest& request, util::FileSystem& f
   auto has = [&](const std::string& backend) {
     return std::find(request.backends.begin(), request.backends.end(), backend) != request.backends.end();
   };
-  std::string python_name = replace_all(request.name, "-", "_");
+  config::General general;
+  general.name = request.name;
+  const std::string python_name = general.python_name();
   std::vector<std::string> quoted;
   for (const char* backend : {"cpu", "cuda"})
     if (has(backend)) quoted.push_back(std::string("\"") + backend + "\"");

@@ -5,6 +5,7 @@
 #include <set>
 #include <type_traits>
 
+#include "kbuild/config/model.hpp"
 #include "kbuild/config/variant.hpp"
 #include "kbuild/layout/digest.hpp"
 #include "kbuild/layout/metadata.hpp"
@@ -31,9 +32,9 @@ bool is_plain_variant_name(const std::string& name) {
 
 // The unique id an ops id ends with: "_<name>_<backend>_<id>" -> "<id>".
 std::string unique_id_of(const layout::Metadata& metadata) {
-  std::string python_name = metadata.name;
-  std::replace(python_name.begin(), python_name.end(), '-', '_');
-  std::string prefix = "_" + python_name + "_" + config::to_string(metadata.backend) + "_";
+  config::General general;
+  general.name = metadata.name;
+  std::string prefix = "_" + general.python_name() + "_" + config::to_string(metadata.backend) + "_";
   return metadata.id.starts_with(prefix) ? metadata.id.substr(prefix.size()) : metadata.id;
 }
 
