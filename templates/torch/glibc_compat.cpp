@@ -5,3 +5,18 @@
 // while kernels must load on manylinux_2_28 systems (glibc 2.28). This hidden definition satisfies
 // the reference inside the library and always says "multi-threaded", which is always correct.
 __attribute__((visibility("hidden"))) char __libc_single_threaded = 0;
+
+// glibc 2.34 moved dlsym into libc under a new symbol version, so a library linked on a newer system
+// needs dlsym@GLIBC_2.34 and fails on manylinux_2_28 systems. Torch's stable headers call dlsym
+// (torch/csrc/stable/macros.h, looking up shims newer than the targeted Torch). The link wraps dlsym
+// (-Wl,--wrap=dlsym) and this forwards to the version every glibc since the architecture's first has.
+#include <dlfcn.h>
+#if defined(__x86_64__)
+__asm__(".symver kbuild_dlsym_baseline, dlsym@GLIBC_2.2.5");
+#elif defined(__aarch64__)
+__asm__(".symver kbuild_dlsym_baseline, dlsym@GLIBC_2.17");
+#endif
+extern "C" void* kbuild_dlsym_baseline(void* handle, const char* symbol);
+extern "C" __attribute__((visibility("hidden"))) void* __wrap_dlsym(void* handle, const char* symbol) {
+  return kbuild_dlsym_baseline(handle, symbol);
+}

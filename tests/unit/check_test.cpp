@@ -40,7 +40,7 @@ TEST(Check, MissingInitForeignLibraryRpathPrivateSymbolsAndNewGlibc) {
   EXPECT_NE(found.find("has an RPATH"), std::string::npos) << found;
   EXPECT_NE(found.find("_PyObject_GC_New"), std::string::npos) << found;
   EXPECT_NE(found.find("__libc_single_threaded@GLIBC_2.32, newer than manylinux_2_28"), std::string::npos) << found;
-  EXPECT_EQ(messages(check_library(elf, "v/x.so", "_k_cuda_abc", "x86_64", {"none"})).find("GLIBC_2.32"),
+  EXPECT_EQ(messages(check_library(elf, "v/x.so", "_k_cuda_abc", "x86_64", {"none", std::nullopt})).find("GLIBC_2.32"),
             std::string::npos);
 }
 
@@ -56,4 +56,30 @@ TEST(Check, StaticCppRuntimeIsAnError) {
   elf.dynamic_symbols.push_back({"_Unwind_RaiseException", "GCC_3.0", false, true, true});
   std::string found = messages(check_library(elf, "v/x.so", "_k_cuda_abc", "x86_64", {}));
   EXPECT_NE(found.find("statically linked C++ runtime"), std::string::npos) << found;
+}
+
+TEST(Check, StableAbiVariantsMayUseOnlyTorchsStableApi) {
+  ElfInfo elf = good_library();
+  elf.dynamic_symbols.push_back({"aoti_torch_empty_strided", "", false, true, true});
+  elf.dynamic_symbols.push_back({"_ZN5torch6stable6detail9to_ivalueEv", "", false, true, true});
+  elf.dynamic_symbols.push_back({"_ZN3c105ErrorD2Ev", "", false, true, true});  // c10::Error::~Error()
+  elf.dynamic_symbols.push_back({"_ZN2at4_ops4relu4callERKNS_6TensorE", "", false, true, true});
+  elf.dynamic_symbols.push_back({"_ZN3c104HalfC2Ef", "", true, true, true});  // defined here: fine
+  CheckOptions stable;
+  stable.torch_stable_abi = kbuild::util::Version({2, 11});
+  auto issues = check_library(elf, "v/x.so", "_k_cuda_abc", "x86_64", stable);
+  ASSERT_EQ(issues.size(), 2u) << messages(issues);
+  EXPECT_NE(issues[0].message.find("uses c10::Error::~Error(), which is not in Torch's stable ABI"), std::string::npos)
+      << issues[0].message;
+  EXPECT_NE(issues[0].message.find("torch-stable-abi211 variants must load with any Torch >= 2.11"), std::string::npos);
+  EXPECT_EQ(issues[0].rule, CheckIssue::Rule::stable_abi);
+  EXPECT_EQ(issues[0].symbol, "_ZN3c105ErrorD2Ev");
+  EXPECT_NE(issues[1].message.find("at::_ops::relu::call"), std::string::npos) << issues[1].message;
+  // The same library is fine as a Torch-version variant.
+  EXPECT_EQ(messages(check_library(elf, "v/x.so", "_k_cuda_abc", "x86_64", {})), "");
+}
+
+TEST(Elf, DemanglesCppSymbolsAndLeavesOthers) {
+  EXPECT_EQ(demangle("_ZN3c105ErrorD2Ev"), "c10::Error::~Error()");
+  EXPECT_EQ(demangle("aoti_torch_empty_strided"), "aoti_torch_empty_strided");
 }

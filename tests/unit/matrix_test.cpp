@@ -78,6 +78,38 @@ TEST(Matrix, BackendsWithoutComponentsAreNoarchOnce) {
   EXPECT_EQ(names(entries), "torch-cuda torch211-cxx11-cpu-x86_64-linux torch215-cxx11-cpu-x86_64-linux");
 }
 
+TEST(Matrix, StableAbiBackendsBuildOncePerComputeWithTheNewestTorch) {
+  auto entries = expand_matrix(kernel("stable-abi = \"2.11\"\n"),
+                               spec({util::Version({2, 15}), util::Version({2, 11}), util::Version({2, 12})},
+                                    {util::Version({13, 0}), util::Version({13, 2})}));
+  EXPECT_EQ(names(entries),
+            "torch-stable-abi211-cpu-x86_64-linux torch-stable-abi211-cu130-x86_64-linux "
+            "torch-stable-abi211-cu132-x86_64-linux");
+  for (const auto& entry : entries) EXPECT_EQ(entry.torch.major_minor(), "2.15") << entry.variant.name();
+  // A table names the backends on the stable ABI; the others keep one variant per Torch.
+  auto mixed = expand_matrix(kernel("\n[torch.stable-abi]\ncuda = \"2.10\"\n"),
+                             spec({util::Version({2, 11}), util::Version({2, 15})}, {util::Version({13, 0})}));
+  EXPECT_EQ(names(mixed),
+            "torch-stable-abi210-cu130-x86_64-linux torch211-cxx11-cpu-x86_64-linux torch215-cxx11-cpu-x86_64-linux");
+  // torch.maxver bounds the Torch it is compiled against.
+  auto bounded = expand_matrix(kernel("stable-abi = \"2.11\"\nmaxver = \"2.12\"\n"),
+                               spec({util::Version({2, 11}), util::Version({2, 15})}, {}));
+  ASSERT_EQ(bounded.size(), 1u);
+  EXPECT_EQ(bounded[0].torch.major_minor(), "2.11");
+}
+
+TEST(Matrix, AStableAbiNewerThanEveryTorchBuildsNothingAndSaysWhy) {
+  std::vector<std::string> notes;
+  auto entries =
+      expand_matrix(kernel("stable-abi = \"2.16\"\n"),
+                    spec({util::Version({2, 11}), util::Version({2, 15})}, {util::Version({13, 0})}), &notes);
+  EXPECT_EQ(names(entries), "");
+  ASSERT_EQ(notes.size(), 2u) << util::join(notes, "\n");
+  EXPECT_NE(notes[0].find("the newest Torch of the matrix, 2.15, is less than the stable ABI version 2.16"),
+            std::string::npos)
+      << notes[0];
+}
+
 TEST(Matrix, FiltersAndSuggestions) {
   auto entries = expand_matrix(kernel(), spec({util::Version({2, 11}), util::Version({2, 15})},
                                               {util::Version({13, 0}), util::Version({13, 2})}));

@@ -309,3 +309,31 @@ TEST_F(PlanFixture, TorchFreeComponentsUseOneStandardForEveryTorchVersion) {
   EXPECT_TRUE(
       has(find(*graph, "torch211-cxx11-cu130-x86_64-linux/compile/torch-ext/torch_binding.cpp")->argv, "-std=c++17"));
 }
+
+TEST(Variant, StableAbiNamesCarryTheTargetVersionAndNoAbiTag) {
+  Variant stable;
+  stable.kind = Variant::Kind::stable_abi;
+  stable.torch = util::Version({2, 11});
+  stable.backend = config::Backend::cuda;
+  stable.cuda = util::Version({13, 0});
+  EXPECT_EQ(stable.name(), "torch-stable-abi211-cu130-x86_64-linux");
+  stable.backend = config::Backend::cpu;
+  stable.cxx11_abi = true;
+  EXPECT_EQ(stable.name(), "torch-stable-abi211-cpu-x86_64-linux");
+  for (const char* name : {"torch-stable-abi211-cpu-x86_64-linux", "torch-stable-abi210-cu132-aarch64-linux"}) {
+    auto variant = Variant::parse(name);
+    ASSERT_TRUE(variant) << name;
+    EXPECT_EQ(variant->kind, Variant::Kind::stable_abi);
+    EXPECT_TRUE(variant->compiled());
+    EXPECT_EQ(variant->name(), name);
+  }
+  EXPECT_EQ(Variant::parse("torch-stable-abi211-cu130-x86_64-linux")->torch, util::Version({2, 11}));
+  EXPECT_FALSE(Variant::parse("torch-stable-abi211-cxx11-cpu-x86_64-linux"));
+  EXPECT_FALSE(Variant::parse("torch-stable-abi-cpu-x86_64-linux"));
+}
+
+TEST(Planner, TorchTargetVersionIsKernelBuildersHex) {
+  EXPECT_EQ(torch_target_version_define(util::Version({2, 11})), "-DTORCH_TARGET_VERSION=0x20b000000000000");
+  EXPECT_EQ(torch_target_version_define(util::Version({2, 10})), "-DTORCH_TARGET_VERSION=0x20a000000000000");
+  EXPECT_EQ(torch_target_version_define(util::Version({3, 0})), "-DTORCH_TARGET_VERSION=0x300000000000000");
+}

@@ -158,7 +158,8 @@ TEST(PublishInventory, ASignatureTravelsWithItsVariantAndMustSignItsMetadata) {
   for (const auto& file : inventory->files)
     carried = carried || file.path == "build/" + k_cpu + "/metadata.json.sigstore";
   EXPECT_TRUE(carried);
-  for (const auto& issue : layout::check_variant(fs, "/k/build/" + k_cpu, {"none"}))  // (the fake library is no ELF)
+  for (const auto& issue :
+       layout::check_variant(fs, "/k/build/" + k_cpu, {"none", std::nullopt}))  // (the fake library is no ELF)
     EXPECT_TRUE(issue.where.ends_with(".abi3.so")) << issue.where << ": " << issue.message;
   EXPECT_EQ(layout::signature_status(fs, "/k/build/" + k_cpu).state, layout::SignatureStatus::State::signed_variant);
 
@@ -170,7 +171,7 @@ TEST(PublishInventory, ASignatureTravelsWithItsVariantAndMustSignItsMetadata) {
             std::string::npos)
       << refused.error().message;
   bool reported = false;
-  for (const auto& issue : layout::check_variant(fs, "/k/build/" + k_cuda, {"none"}))
+  for (const auto& issue : layout::check_variant(fs, "/k/build/" + k_cuda, {"none", std::nullopt}))
     reported = reported || (issue.error && issue.where == k_cuda + "/metadata.json.sigstore");
   EXPECT_TRUE(reported);
 }

@@ -192,3 +192,34 @@ TEST_F(TestVariantsFixture, StagingsOfKilledRunsAreSweptLiveOnesKept) {
   EXPECT_FALSE(fs.has(stale + "/bin/python"));  // its process is gone
   EXPECT_TRUE(fs.has(live + "/bin/python"));    // another run is creating it right now
 }
+
+TEST_F(TestVariantsFixture, StableAbiVariantsRunWithTheirOldestTorchOrTheOneAskedFor) {
+  const std::string stable = "torch-stable-abi211-cpu-x86_64-linux";
+  fs.put("/k/build/" + stable + "/metadata.json", "{}");
+  auto only = request();
+  only.variants = {stable};
+  auto oldest = build::test_variants(only, services);
+  ASSERT_TRUE(oldest) << oldest.error().message;
+  EXPECT_EQ(oldest->front().status, build::VariantTestResult::Status::passed);
+  EXPECT_EQ(oldest->front().torch, "2.11.0+cu130");  // the --python Torch is its stable-ABI version
+
+  // --torch 2.15: the stable-ABI variant runs there; a torch211 variant cannot be loaded by it.
+  only.variants = {stable, k_cpu211};
+  only.torch = "2.15";
+  auto newer = build::test_variants(only, services);
+  ASSERT_TRUE(newer) << newer.error().message;
+  ASSERT_EQ(newer->size(), 2u);
+  EXPECT_EQ((*newer)[0].status, build::VariantTestResult::Status::passed);
+  EXPECT_EQ((*newer)[0].torch, "2.15.0+cu132");
+  EXPECT_EQ((*newer)[1].status, build::VariantTestResult::Status::not_tested);
+  EXPECT_EQ((*newer)[1].reason, "the variant is built for Torch 2.11; Torch 2.15.0+cu132 cannot load it");
+
+  // A stable-ABI variant newer than the Torch asked for is not tested.
+  const std::string stable215 = "torch-stable-abi215-cpu-x86_64-linux";
+  fs.put("/k/build/" + stable215 + "/metadata.json", "{}");
+  only.variants = {stable215};
+  only.torch = "2.11";
+  auto older = build::test_variants(only, services);
+  ASSERT_TRUE(older);
+  EXPECT_EQ(older->front().reason, "the variant needs Torch 2.15 or newer; Torch 2.11.0+cu130 cannot load it");
+}

@@ -82,6 +82,16 @@ Result<std::vector<plan::VariantBuild>> select_local_variants(const config::Kern
       return fail(
           fmt::format("Torch {} is newer than torch.maxver {}", tc.torch.version.str(), config.torch.maxver->str()),
           "use an older torch (--python)", ExitCode::toolchain);
+    if (auto stable = config.torch.stable_abi.find(backend); stable != config.torch.stable_abi.end()) {
+      if (util::Version({tc.torch.version.major(), tc.torch.version.minor()}) < stable->second)
+        return fail(fmt::format("Torch {} is less than the stable ABI version {} of the {} backend; it cannot build "
+                                "a stable-ABI variant targeting a newer Torch",
+                                tc.torch.version.str(), stable->second.str(), name),
+                    "build with a Torch >= " + stable->second.str() + " (--python), or lower torch.stable-abi",
+                    ExitCode::toolchain);
+      variant.kind = config::Variant::Kind::stable_abi;
+      variant.torch = stable->second;
+    }
     builds.push_back({variant, &tc});
   }
   if (builds.empty())

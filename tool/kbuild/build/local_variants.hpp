@@ -1,7 +1,9 @@
 #pragma once
 // The variants a plain `kbuild build` makes: one per backend of general.backends that the local
 // toolchain can build (cpu always; cuda with a toolkit whose major matches Torch's), a noarch
-// variant for a backend without components, and errors for what cannot work here.
+// variant for a backend without components, a torch-stable-abi variant for a backend with a
+// stable-ABI version (the local Torch must be at least that version), and errors for what cannot
+// work here.
 
 #include <functional>
 #include <string>

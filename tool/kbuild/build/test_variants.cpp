@@ -222,9 +222,17 @@ Result<PythonTorch> base_python(const TestRequest& request, TestServices& servic
   return PythonTorch{*python, "", "", std::nullopt, std::string(util::trim(version->out))};
 }
 
-// Why `env` cannot load `variant`, if it cannot: a CUDA variant needs a Torch built for its CUDA.
+// Why `env` cannot load `variant`, if it cannot: a Torch variant needs its Torch version, a stable-ABI
+// variant a Torch at least as new as its version, a CUDA variant a Torch built for its CUDA.
 std::optional<std::string> unloadable_reason(const config::Variant& variant, const PythonTorch& env) {
-  if (variant.kind != config::Variant::Kind::torch || variant.backend != config::Backend::cuda) return std::nullopt;
+  if (!variant.compiled()) return std::nullopt;
+  auto env_minor = util::Version::parse(env.torch_minor);
+  if (variant.kind == config::Variant::Kind::torch && env.torch_minor != variant.torch.major_minor())
+    return "the variant is built for Torch " + variant.torch.major_minor() + "; Torch " + env.torch + " cannot load it";
+  if (variant.kind == config::Variant::Kind::stable_abi && env_minor && *env_minor < variant.torch)
+    return "the variant needs Torch " + variant.torch.major_minor() + " or newer; Torch " + env.torch +
+           " cannot load it";
+  if (variant.backend != config::Backend::cuda) return std::nullopt;
   auto env_cuda = env.cuda ? util::Version::parse(*env.cuda) : std::nullopt;
   if (env_cuda && variant.cuda && env_cuda->major_minor() == variant.cuda->major_minor()) return std::nullopt;
   return "Torch " + env.torch + " here is " + (env.cuda ? "built for CUDA " + *env.cuda : std::string("a CPU build")) +
@@ -275,7 +283,10 @@ Result<std::vector<VariantTestResult>> test_variants(const TestRequest& request,
   std::map<std::string, PythonTorch> by_minor;  // Torch major.minor -> the Python that has it
   std::vector<VariantTestResult> results;
   for (const auto& [name, variant] : selected) {
-    std::string minor = variant.kind == config::Variant::Kind::noarch ? base.torch_minor : variant.torch.major_minor();
+    // A stable-ABI variant is tested with the oldest Torch it promises to serve.
+    std::string minor = !request.torch.empty() ? request.torch
+                        : variant.compiled()   ? variant.torch.major_minor()
+                                               : base.torch_minor;
     if (!by_minor.count(minor)) {
       if (!minor.empty() && minor == base.torch_minor) {
         by_minor[minor] = base;

@@ -3,7 +3,9 @@
 // with the Torch that variant was built for, so the matrix is shown to load and work, not only to
 // link.
 //
-// The Python for a variant: the --python interpreter when its Torch has the variant's major.minor;
+// The Torch for a variant: the version it was built for (a torch-stable-abi variant: the oldest
+// version it serves, its stable-ABI version), or --torch for all of them.
+// The Python for that Torch: the --python interpreter when its Torch has that major.minor;
 // otherwise a virtual environment kept in $KBUILD_CACHE/test-envs/, created once per Torch version,
 // Python version and test requirements with `python -m venv` and pip: torch at the version pinned in
 // kbuild.lock (torch-X.Y: the wheel kbuild downloaded, verified again, when it fits the Python; else
@@ -33,6 +35,9 @@ struct TestRequest {
   std::filesystem::path kernel_dir;   ///< absolute
   std::vector<std::string> variants;  ///< --variant; empty: every variant in build/
   std::string python = "python3";
+  /// --torch X.Y: test every variant with that Torch version (a variant it cannot load is not tested),
+  /// e.g. a stable-ABI variant with a newer Torch than its minimum. Empty: each variant's own Torch.
+  std::string torch;
   bool pip_progress = false;  ///< let pip draw its output (a terminal)
 };
 

@@ -32,8 +32,10 @@ Result<ExitCode> run_check(const CheckOptions& options, Services& services) {
 
   size_t errors = 0, warnings = 0;
   nlohmann::ordered_json report = nlohmann::ordered_json::object();
+  layout::CheckOptions check_options;
+  check_options.manylinux = options.manylinux;
   for (const auto& variant : variants) {
-    auto issues = layout::check_variant(services.fs, variant, {options.manylinux});
+    auto issues = layout::check_variant(services.fs, variant, check_options);
     auto& entry = report[variant.filename().string()] = nlohmann::ordered_json::array();
     for (const auto& issue : issues) {
       (issue.error ? errors : warnings)++;

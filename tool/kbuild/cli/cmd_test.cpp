@@ -1,4 +1,4 @@
-// kbuild test [KERNEL_DIR] [--variant NAME]... [--python PY] [--json]: the kernel's tests against each
+// kbuild test [KERNEL_DIR] [--variant NAME]... [--python PY] [--torch X.Y] [--json]: the kernel's tests against each
 // built variant, with the Torch it was built for (build/test_variants.hpp).
 
 #include <fmt/core.h>
@@ -20,6 +20,7 @@ struct TestOptions {
   std::string kernel_dir = ".";
   std::vector<std::string> variants;
   std::string python = "python3";
+  std::string torch;
   bool matrix = false;
   bool json = false;
 };
@@ -65,6 +66,13 @@ Result<ExitCode> run_test(const TestOptions& options, Services& services) {
     KB_TRY_ASSIGN(request.variants, build::matrix_variant_names(services.fs, config, request.kernel_dir));
   }
   request.python = options.python;
+  if (!options.torch.empty()) {
+    auto torch = util::Version::parse(options.torch);
+    if (!torch || torch->components().size() != 2)
+      return fail("--torch " + options.torch + " is not a Torch major.minor version", "e.g. --torch 2.15",
+                  ExitCode::usage);
+    request.torch = torch->major_minor();
+  }
   request.pip_progress = !options.json && is_smart_terminal(stderr, services.env);
   build::TestServices test_services{services.fs, services.launcher, services.env, services.clock,
                                     [](const std::string& line) { util::log::info("kbuild: " + line); }};
@@ -100,6 +108,9 @@ void register_test(CLI::App& app, CommandAction& action) {
   cmd->add_option("--python", options->python,
                   "Python whose Torch serves variants of its version, and that creates the other test environments")
       ->capture_default_str();
+  cmd->add_option("--torch", options->torch,
+                  "Test every variant with this Torch version (X.Y) instead of its own, e.g. a stable-ABI variant "
+                  "with a newer Torch; variants it cannot load are not tested");
   cmd->add_flag("--matrix", options->matrix,
                 "Every variant of the kernel's matrix (kbuild variants), each of which must be built");
   cmd->add_flag("--json", options->json, "Print the results as JSON");

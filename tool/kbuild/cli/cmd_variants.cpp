@@ -34,6 +34,7 @@ Json variant_json(const config::Variant& v, std::optional<util::Version> torch, 
           {"backend", config::to_string(v.backend)},
           {"compute", noarch ? "noarch" : compute},
           {"cuda", cuda ? Json(cuda->major_minor()) : Json()},
+          {"stable_abi", v.kind == config::Variant::Kind::stable_abi ? Json(v.torch.major_minor()) : Json()},
           {"toolchain", present ? "present" : "fetch"}};
 }
 

@@ -16,8 +16,8 @@ std::string normalize_cpu(std::string_view machine) {
 
 std::string Variant::name() const {
   if (kind == Kind::noarch) return "torch-" + to_string(backend);
-  std::string out = "torch" + flatten_version(torch);
-  if (cxx11_abi && os == "linux") out += "-cxx11";
+  std::string out = (kind == Kind::stable_abi ? "torch-stable-abi" : "torch") + flatten_version(torch);
+  if (kind == Kind::torch && cxx11_abi && os == "linux") out += "-cxx11";
   if (backend == Backend::cuda && cuda)
     out += "-cu" + flatten_version(*cuda);
   else
@@ -28,7 +28,8 @@ std::string Variant::name() const {
 std::optional<Variant> Variant::parse(std::string_view name) {
   static const std::regex k_noarch(R"(^torch-(cpu|cuda|rocm|metal|xpu|neuron|tpu)$)");
   // Minor versions are one digit for CUDA (the loader reads the last digit as the minor).
-  static const std::regex k_arch(R"(^torch(\d)(\d+)(-cxx11)?-(cu(\d+)(\d)|cpu)-(x86_64|aarch64)-(linux)$)");
+  static const std::regex k_arch(
+      R"(^torch(-stable-abi)?(\d)(\d+)(-cxx11)?-(cu(\d+)(\d)|cpu)-(x86_64|aarch64)-(linux)$)");
   std::string text(name);
   std::smatch match;
   Variant variant;
@@ -38,18 +39,21 @@ std::optional<Variant> Variant::parse(std::string_view name) {
     return variant;
   }
   if (!std::regex_match(text, match, k_arch)) return std::nullopt;
-  variant.torch =
-      util::Version({static_cast<unsigned>(std::stoul(match[1])), static_cast<unsigned>(std::stoul(match[2]))});
-  variant.cxx11_abi = match[3].matched;
-  if (match[4].str() == "cpu") {
+  auto number = [&](int group) { return static_cast<unsigned>(std::stoul(match[group])); };
+  if (match[1].matched) {
+    if (match[4].matched) return std::nullopt;  // stable-ABI names carry no C++ ABI tag
+    variant.kind = Kind::stable_abi;
+  }
+  variant.torch = util::Version({number(2), number(3)});
+  variant.cxx11_abi = match[4].matched;
+  if (match[5].str() == "cpu") {
     variant.backend = Backend::cpu;
   } else {
     variant.backend = Backend::cuda;
-    variant.cuda =
-        util::Version({static_cast<unsigned>(std::stoul(match[5])), static_cast<unsigned>(std::stoul(match[6]))});
+    variant.cuda = util::Version({number(6), number(7)});
   }
-  variant.cpu = match[7];
-  variant.os = match[8];
+  variant.cpu = match[8];
+  variant.os = match[9];
   return variant;
 }
 

@@ -1,6 +1,8 @@
 #pragma once
 // Build variants and their names, as the `kernels` loader parses them (kernels/variants.py):
 //   torch<MA><MI>[-cxx11]-<compute>-<cpu>-<os>     e.g. torch211-cxx11-cu130-x86_64-linux
+//   torch-stable-abi<MA><MI>-<compute>-<cpu>-<os>  e.g. torch-stable-abi211-cpu-x86_64-linux: built on
+//                                                   Torch's stable ABI, loadable by that Torch and newer
 //   torch-<backend>                                 noarch, e.g. torch-cpu
 // <compute> is cu<MA><MI> for CUDA, cpu for CPU. kbuild builds x86_64 and aarch64 Linux variants.
 
@@ -14,16 +16,20 @@
 namespace kbuild::config {
 
 struct Variant {
-  enum class Kind { torch, noarch };
+  enum class Kind { torch, stable_abi, noarch };
 
   Kind kind = Kind::torch;
-  util::Version torch;  ///< major.minor of Torch (unused for noarch)
+  /// major.minor of Torch; for stable_abi the oldest Torch it serves (TORCH_TARGET_VERSION), which
+  /// need not be the Torch it was compiled against. Unused for noarch.
+  util::Version torch;
   Backend backend = Backend::cpu;
   std::optional<util::Version> cuda;  ///< CUDA major.minor for CUDA variants
-  bool cxx11_abi = true;
+  bool cxx11_abi = true;              ///< torch kind only: stable-ABI names carry no C++ ABI tag
   std::string cpu = "x86_64";
   std::string os = "linux";
 
+  /// Whether the variant holds a compiled library (torch and stable_abi kinds).
+  bool compiled() const { return kind != Kind::noarch; }
   /// The directory name under build/.
   std::string name() const;
   /// Parses a name produced by name(); nullopt for anything kbuild does not build.

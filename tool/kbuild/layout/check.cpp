@@ -56,6 +56,25 @@ bool stable_private_symbol(const std::string& name) {
   return false;
 }
 
+// kernel-abi-check's Torch stable-ABI rule: an undefined C++ symbol of Torch (c10::, at::, torch::)
+// outside torch::stable ties the library to one Torch build. Which aoti_torch_* shim functions exist
+// in the targeted version is settled at compile time: TORCH_TARGET_VERSION hides newer ones in
+// Torch's headers.
+void check_stable_abi(const ElfInfo& elf, const std::string& where, const util::Version& stable_abi,
+                      std::vector<CheckIssue>& issues) {
+  for (const auto& symbol : elf.dynamic_symbols) {
+    if (symbol.defined || !symbol.name.starts_with("_Z")) continue;
+    std::string name = demangle(symbol.name);
+    bool torch = name.starts_with("c10::") || name.starts_with("at::") || name.starts_with("torch::");
+    if (!torch || name.starts_with("torch::stable::") || issues.size() >= 1000) continue;
+    issues.push_back({true, where,
+                      "uses " + name + ", which is not in Torch's stable ABI (torch-stable-abi" +
+                          config::flatten_version(stable_abi) +
+                          " variants must load with any Torch >= " + stable_abi.str() + ")",
+                      CheckIssue::Rule::stable_abi, symbol.name});
+  }
+}
+
 }  // namespace
 
 bool is_known_manylinux_policy(const std::string& policy) { return policy == "none" || k_policies.count(policy); }
@@ -63,7 +82,9 @@ bool is_known_manylinux_policy(const std::string& policy) { return policy == "no
 std::vector<CheckIssue> check_library(const ElfInfo& elf, const std::string& where, const std::string& ops_id,
                                       const std::string& expected_machine, const CheckOptions& options) {
   std::vector<CheckIssue> issues;
-  auto error = [&](std::string message) { issues.push_back({true, where, std::move(message)}); };
+  auto error = [&](std::string message) {
+    issues.push_back({true, where, std::move(message), CheckIssue::Rule::other, ""});
+  };
   if (!elf.shared_object) error("not a shared object");
   if (elf.machine != expected_machine) error("built for " + elf.machine + ", the variant says " + expected_machine);
   bool exports_init = false;
@@ -107,10 +128,12 @@ std::vector<CheckIssue> check_library(const ElfInfo& elf, const std::string& whe
         if (current == symbol.version.substr(underscore + 1) && issues.size() < 1000)
           issues.push_back({true, where,
                             "needs " + symbol.name + "@" + symbol.version + ", newer than " + options.manylinux +
-                                " allows (" + family + " <= " + limit->second + ")"});
+                                " allows (" + family + " <= " + limit->second + ")",
+                            CheckIssue::Rule::symbol_version, symbol.name});
       }
     }
   }
+  if (options.torch_stable_abi) check_stable_abi(elf, where, *options.torch_stable_abi, issues);
   return issues;
 }
 
@@ -119,7 +142,7 @@ std::vector<CheckIssue> check_variant(const util::FileSystem& fs, const std::fil
   std::vector<CheckIssue> issues;
   const std::string name = variant_dir.filename().string();
   auto error = [&](std::string where, std::string message) {
-    issues.push_back({true, std::move(where), std::move(message)});
+    issues.push_back({true, std::move(where), std::move(message), CheckIssue::Rule::other, ""});
   };
   auto variant = config::Variant::parse(name);
   if (!variant) error(name, "is not a variant name kbuild produces; the kernels loader may ignore it");
@@ -154,7 +177,8 @@ std::vector<CheckIssue> check_variant(const util::FileSystem& fs, const std::fil
   if (auto signature = signature_status(fs, variant_dir); signature.state == SignatureStatus::State::invalid)
     error(name + "/metadata.json.sigstore", signature.detail);
   if (!metadata->digest) {
-    issues.push_back({false, name + "/metadata.json", "has no digest; kbuild build always writes one"});
+    issues.push_back(
+        {false, name + "/metadata.json", "has no digest; kbuild build always writes one", CheckIssue::Rule::other, ""});
   } else if (auto actual = hash_variant_dir(fs, variant_dir)) {
     for (const auto& [path, value] : *metadata->digest) {
       auto it = actual->find(path);
@@ -167,7 +191,9 @@ std::vector<CheckIssue> check_variant(const util::FileSystem& fs, const std::fil
       if (!metadata->digest->count(path)) error(name + "/" + path, "is not listed in the digest");
   }
 
-  if (variant && variant->kind == config::Variant::Kind::torch) {
+  if (variant && variant->compiled()) {
+    CheckOptions library_options = options;
+    if (variant->kind == config::Variant::Kind::stable_abi) library_options.torch_stable_abi = variant->torch;
     std::string library = metadata->id + ".abi3.so";
     auto image = fs.read_file(variant_dir / library);
     if (!image) {
@@ -175,7 +201,7 @@ std::vector<CheckIssue> check_variant(const util::FileSystem& fs, const std::fil
     } else if (auto elf = read_elf(*image); !elf) {
       error(name + "/" + library, elf.error().message);
     } else {
-      auto found = check_library(*elf, name + "/" + library, metadata->id, variant->cpu, options);
+      auto found = check_library(*elf, name + "/" + library, metadata->id, variant->cpu, library_options);
       issues.insert(issues.end(), found.begin(), found.end());
     }
   }

@@ -1,9 +1,12 @@
 #include "kbuild/layout/elf.hpp"
 
+#include <cxxabi.h>
 #include <elf.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 
 namespace kbuild::layout {
 
@@ -162,6 +165,13 @@ Result<ElfInfo> read_elf(std::string_view bytes) {
   KB_TRY(read_dynamic(image, sections, info));
   KB_TRY(read_dynamic_symbols(image, sections, info));
   return info;
+}
+
+std::string demangle(const std::string& symbol) {
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> text(abi::__cxa_demangle(symbol.c_str(), nullptr, nullptr, &status),
+                                              std::free);
+  return status == 0 && text ? std::string(text.get()) : symbol;
 }
 
 }  // namespace kbuild::layout

@@ -33,6 +33,9 @@ struct ElfInfo {
 /// name the source behind a library's dependency.
 Result<std::vector<std::string>> undefined_symbols_of_object(std::string_view image);
 
+/// The C++ name of a mangled symbol ("c10::Error::~Error()"), or the symbol itself when it is not one.
+std::string demangle(const std::string& symbol);
+
 /// Parses an ELF image held in memory. Error for anything that is not a 64-bit little-endian ELF
 /// file or whose tables point outside the file.
 Result<ElfInfo> read_elf(std::string_view image);

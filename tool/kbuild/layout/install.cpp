@@ -1,10 +1,6 @@
 #include "kbuild/layout/install.hpp"
 
-#include <cxxabi.h>
-
 #include <algorithm>
-#include <cstdlib>
-#include <memory>
 
 #include "kbuild/layout/elf.hpp"
 #include "kbuild/util/strings.hpp"
@@ -49,20 +45,6 @@ std::string source_of_object(const fs::path& object, const fs::path& obj_dir) {
   return rel.ends_with(".o") ? rel.substr(0, rel.size() - 2) : rel;
 }
 
-std::string demangled(const std::string& symbol) {
-  int status = 0;
-  std::unique_ptr<char, void (*)(void*)> text(abi::__cxa_demangle(symbol.c_str(), nullptr, nullptr, &status),
-                                              std::free);
-  return status == 0 && text ? std::string(text.get()) : symbol;
-}
-
-// Symbol name of a "needs NAME@VERSION, ..." issue, or empty.
-std::string needed_symbol(const std::string& message) {
-  if (!message.starts_with("needs ")) return "";
-  size_t at = message.find('@');
-  return at == std::string::npos ? "" : message.substr(6, at - 6);
-}
-
 }  // namespace
 
 Result<void> gate_library(const util::FileSystem& fs, const fs::path& library, const std::string& ops_id,
@@ -74,7 +56,7 @@ Result<void> gate_library(const util::FileSystem& fs, const fs::path& library, c
   if (std::none_of(issues.begin(), issues.end(), [](const CheckIssue& i) { return i.error; })) return {};
   std::map<std::string, std::vector<std::string>> users;  // symbol -> sources referencing it
   for (const auto& issue : issues)
-    if (auto symbol = needed_symbol(issue.message); !symbol.empty()) users[symbol];
+    if (!issue.symbol.empty()) users[issue.symbol];
   if (!users.empty())
     for (const auto& object : gate.objects)
       if (auto bytes = fs.read_file(object))
@@ -86,24 +68,30 @@ Result<void> gate_library(const util::FileSystem& fs, const fs::path& library, c
   for (const auto& issue : issues) {
     if (!issue.error) continue;
     message += "\n  " + issue.message;
-    std::string symbol = needed_symbol(issue.message);
-    if (auto it = users.find(symbol); it != users.end()) {
-      if (demangled(symbol) != symbol) message += "\n    that is " + demangled(symbol);
+    if (auto it = users.find(issue.symbol); it != users.end()) {
+      if (issue.rule == CheckIssue::Rule::symbol_version && demangle(issue.symbol) != issue.symbol)
+        message += "\n    that is " + demangle(issue.symbol);
       if (!it->second.empty()) message += "\n    used by " + util::join(it->second, ", ");
     }
   }
-  bool symbol_versions = !users.empty();
+  auto any = [&](CheckIssue::Rule rule) {
+    return std::any_of(issues.begin(), issues.end(), [&](const CheckIssue& i) { return i.error && i.rule == rule; });
+  };
   // The hint is part of the message: a failed job prints its message only.
-  return fail(
-      message + "\n  hint: " +
-          (symbol_versions
-               ? "the kernels loader and kernel-abi-check reject libraries that need a newer C or C++ runtime than " +
-                     gate.options.manylinux +
-                     " allows: avoid those library features in the sources named (or build with a GCC whose "
-                     "libstdc++ is no newer than 3.4.24, as manylinux_2_28 toolchains do); --manylinux none "
-                     "skips this check for local use"
-               : "see docs/cli.md, kbuild check, for each rule"),
-      "", ExitCode::failure);
+  std::string hint =
+      any(CheckIssue::Rule::stable_abi)
+          ? "a stable-ABI variant is loaded by every Torch from " + gate.options.torch_stable_abi->str() +
+                " on, so it may only use Torch through its stable API (torch/csrc/stable/, torch/headeronly/, "
+                "the aoti_torch_* C shim): port the sources named, or drop torch.stable-abi from build.toml to "
+                "build one variant per Torch version"
+      : any(CheckIssue::Rule::symbol_version)
+          ? "the kernels loader and kernel-abi-check reject libraries that need a newer C or C++ runtime than " +
+                gate.options.manylinux +
+                " allows: avoid those library features in the sources named (or build with a GCC whose libstdc++ "
+                "is no newer than 3.4.24, as manylinux_2_28 toolchains do); --manylinux none skips this check for "
+                "local use"
+          : "see docs/cli.md, kbuild check, for each rule";
+  return fail(message + "\n  hint: " + hint, "", ExitCode::failure);
 }
 
 Result<void> install_variant(util::FileSystem& fs, const InstallSpec& spec) {

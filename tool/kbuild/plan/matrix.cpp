@@ -39,43 +39,63 @@ std::vector<MatrixEntry> expand_matrix(const config::KernelConfig& config, const
       entries.push_back(entry);
     }
   }
-  for (const auto& torch : torch_versions) {
-    if (noarch_framework) break;
-    if (spec.cpu && listed(config::Backend::cpu) && !config.components_for(config::Backend::cpu).empty()) {
-      MatrixEntry entry;
-      entry.variant.torch = torch;
-      entry.variant.backend = config::Backend::cpu;
-      entry.torch = torch;
-      entries.push_back(entry);
+  // kernel-builder builds a stable-ABI backend once per compute, with the newest Torch of the matrix
+  // (nix-builder/lib/build.nix); its CMake refuses a Torch older than the stable-ABI version.
+  std::optional<util::Version> newest;
+  for (const auto& torch : torch_versions)
+    if (!newest || *newest < torch) newest = torch;
+  std::set<config::Backend> noted;
+  auto torch_versions_for = [&](config::Backend backend) -> std::vector<util::Version> {
+    auto stable = config.torch.stable_abi.find(backend);
+    if (stable == config.torch.stable_abi.end()) return torch_versions;
+    if (!newest) return {};
+    if (*newest < stable->second) {
+      if (!noted.insert(backend).second) return {};
+      note("torch-stable-abi" + config::flatten_version(stable->second) + " (" + config::to_string(backend) +
+           "): the newest Torch of the matrix, " + newest->str() + ", is less than the stable ABI version " +
+           stable->second.str() + "; it cannot build with a stable ABI targeting a newer Torch");
+      return {};
     }
-    if (!listed(config::Backend::cuda) || config.components_for(config::Backend::cuda).empty()) continue;
-    for (const auto& cuda : spec.cuda) {
-      if (config.general.cuda_minver &&
-          cuda < util::Version({config.general.cuda_minver->major(), config.general.cuda_minver->minor()})) {
-        note("cuda " + cuda.str() + ": below general.cuda.minver " + config.general.cuda_minver->str());
-        continue;
-      }
-      if (config.general.cuda_maxver && cuda > *config.general.cuda_maxver) {
-        note("cuda " + cuda.str() + ": above general.cuda.maxver " + config.general.cuda_maxver->str());
-        continue;
-      }
-      bool any_component = false;
-      for (const auto* component : config.components_for(config::Backend::cuda))
-        if (!component->cuda_minver ||
-            !(cuda < util::Version({component->cuda_minver->major(), component->cuda_minver->minor()})))
-          any_component = true;
-      if (!any_component) {
-        note("cuda " + cuda.str() + ": every CUDA component needs a newer CUDA (cuda-minver)");
-        continue;
-      }
-      MatrixEntry entry;
-      entry.variant.torch = torch;
-      entry.variant.backend = config::Backend::cuda;
-      entry.variant.cuda = cuda;
-      entry.torch = torch;
-      entry.cuda = cuda;
-      entries.push_back(entry);
+    return {*newest};
+  };
+  auto add_arch_entry = [&](config::Backend backend, const util::Version& torch, std::optional<util::Version> cuda) {
+    MatrixEntry entry;
+    auto stable = config.torch.stable_abi.find(backend);
+    entry.variant.kind = stable == config.torch.stable_abi.end() ? Variant::Kind::torch : Variant::Kind::stable_abi;
+    entry.variant.torch = stable == config.torch.stable_abi.end() ? torch : stable->second;
+    entry.variant.backend = backend;
+    entry.variant.cuda = cuda;
+    entry.torch = torch;
+    entry.cuda = cuda;
+    entries.push_back(entry);
+  };
+  if (!noarch_framework && spec.cpu && listed(config::Backend::cpu) &&
+      !config.components_for(config::Backend::cpu).empty())
+    for (const auto& torch : torch_versions_for(config::Backend::cpu))
+      add_arch_entry(config::Backend::cpu, torch, std::nullopt);
+  bool builds_cuda =
+      !noarch_framework && listed(config::Backend::cuda) && !config.components_for(config::Backend::cuda).empty();
+  for (const auto& cuda : builds_cuda ? spec.cuda : std::vector<util::Version>{}) {
+    if (config.general.cuda_minver &&
+        cuda < util::Version({config.general.cuda_minver->major(), config.general.cuda_minver->minor()})) {
+      note("cuda " + cuda.str() + ": below general.cuda.minver " + config.general.cuda_minver->str());
+      continue;
     }
+    if (config.general.cuda_maxver && cuda > *config.general.cuda_maxver) {
+      note("cuda " + cuda.str() + ": above general.cuda.maxver " + config.general.cuda_maxver->str());
+      continue;
+    }
+    bool any_component = false;
+    for (const auto* component : config.components_for(config::Backend::cuda))
+      if (!component->cuda_minver ||
+          !(cuda < util::Version({component->cuda_minver->major(), component->cuda_minver->minor()})))
+        any_component = true;
+    if (!any_component) {
+      note("cuda " + cuda.str() + ": every CUDA component needs a newer CUDA (cuda-minver)");
+      continue;
+    }
+    for (const auto& torch : torch_versions_for(config::Backend::cuda))
+      add_arch_entry(config::Backend::cuda, torch, cuda);
   }
   std::sort(entries.begin(), entries.end(),
             [](const MatrixEntry& a, const MatrixEntry& b) { return a.variant.name() < b.variant.name(); });
@@ -110,7 +130,7 @@ Result<std::vector<MatrixEntry>> filter_matrix(const std::vector<MatrixEntry>& e
     if (!filter.cuda.empty()) {
       bool match = false;
       for (const auto& c : filter.cuda) {
-        if (c == "cpu" && v.backend == config::Backend::cpu && v.kind == Variant::Kind::torch) match = true;
+        if (c == "cpu" && v.backend == config::Backend::cpu && v.compiled()) match = true;
         if (auto version = util::Version::parse(c); version && entry.cuda && *version == *entry.cuda) match = true;
       }
       if (!match) continue;

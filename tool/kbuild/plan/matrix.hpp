@@ -9,7 +9,9 @@
 // A kernel chooses its own matrix in kbuild.toml (config/kbuild_toml.hpp).
 //
 // Entries are then filtered by build.toml: the backends listed, torch.minver/maxver,
-// general.cuda.minver/maxver, and components' cuda-minver.
+// general.cuda.minver/maxver, and components' cuda-minver. A backend with a stable-ABI version
+// (torch.stable-abi) gets one torch-stable-abi variant per compute, compiled against the newest Torch
+// left (kernel-builder's rule), and none when that Torch is older than the stable-ABI version.
 
 #include <optional>
 #include <string>

@@ -1,6 +1,9 @@
 #include "kbuild/plan/planner.hpp"
 
+#include <fmt/core.h>
+
 #include <algorithm>
+#include <cstdint>
 #include <set>
 
 #include "kbuild/layout/install.hpp"
@@ -53,6 +56,15 @@ std::string hash_key(std::initializer_list<std::string_view> fields) {
   return hasher.finish_hex();
 }
 
+}  // namespace
+
+std::string torch_target_version_define(const util::Version& stable_abi) {
+  std::uint64_t value = (std::uint64_t{stable_abi.major()} << 56) | (std::uint64_t{stable_abi.minor()} << 48);
+  return fmt::format("-DTORCH_TARGET_VERSION={:#x}", value);
+}
+
+namespace {
+
 // Flags shared by every translation unit of a variant, for g++ (host) and nvcc.
 struct VariantFlags {
   std::vector<std::string> defines;
@@ -74,6 +86,7 @@ VariantFlags variant_flags(const PlanRequest& request, const Variant& variant, c
   } else {
     flags.defines.push_back("-DCPU_KERNEL");
   }
+  if (variant.kind == Variant::Kind::stable_abi) flags.defines.push_back(torch_target_version_define(variant.torch));
   for (const auto& dir : tc.torch.include_dirs()) flags.system_includes.push_back(dir.string());
   flags.system_includes.push_back(tc.python.include_dir.string());
   if (variant.backend == config::Backend::cuda && tc.cuda)
@@ -322,7 +335,9 @@ class CompiledVariantPlanner {
     // by Torch, which needs a single copy of the unwinder state. g++ silently falls back to
     // libstdc++.a where the unversioned libstdc++.so development link is missing.
     link.push_back("-l:libstdc++.so.6");
-    for (const char* flag : {"-Wl,--no-as-needed", "-Wl,-O1", "-Wl,-z,noexecstack", "-Wl,--build-id=sha1"})
+    // glibc_compat.cpp forwards dlsym to its manylinux-compatible version.
+    for (const char* flag :
+         {"-Wl,--no-as-needed", "-Wl,--wrap=dlsym", "-Wl,-O1", "-Wl,-z,noexecstack", "-Wl,--build-id=sha1"})
       link.push_back(flag);
     return link;
   }
@@ -364,6 +379,7 @@ class CompiledVariantPlanner {
       layout::LibraryGate gate;
       gate.machine = m_variant.cpu;
       gate.options.manylinux = m_request.manylinux;
+      if (m_variant.kind == Variant::Kind::stable_abi) gate.options.torch_stable_abi = m_variant.torch;
       gate.objects = m_objects;
       gate.work_dir = m_request.work_dir;
       spec.gate = std::move(gate);
@@ -413,7 +429,7 @@ Result<void> plan_noarch_variant(const PlanRequest& request, const VariantBuild&
 Result<JobGraph> plan_build(const PlanRequest& request) {
   JobGraph graph;
   bool any_compiled = std::any_of(request.variants.begin(), request.variants.end(),
-                                  [](const VariantBuild& b) { return b.variant.kind == Variant::Kind::torch; });
+                                  [](const VariantBuild& b) { return b.variant.compiled(); });
   size_t generate_job = 0;
   if (any_compiled) {
     KB_TRY_ASSIGN(std::string registration, layout::render_template("torch/registration.h", {}));

@@ -59,6 +59,11 @@ std::optional<std::string> unbuildable_reason(const config::KernelConfig& config
 /// "_" + python_name + "_" + backend + "_" + unique_id (kernel-builder's ops identifier; docs/architecture.md).
 std::string ops_id(const std::string& python_name, config::Backend backend, const std::string& unique_id);
 
+/// -DTORCH_TARGET_VERSION=<hex> as kernel-builder defines it for a stable-ABI variant: (major << 56) |
+/// (minor << 48) in lowercase hexadecimal, e.g. 0x20b000000000000 for 2.11. Torch's stable headers then
+/// offer only what that Torch version has.
+std::string torch_target_version_define(const util::Version& stable_abi);
+
 /// Whether `path` is a translation unit, and of which kind; nullopt for headers and other files.
 std::optional<JobKind> compile_kind(const std::string& path);
 

@@ -1,0 +1,51 @@
+// What a plain `kbuild build` builds with the local toolchain (build/local_variants.hpp): pure.
+
+#include <gtest/gtest.h>
+
+#include "kbuild/build/local_variants.hpp"
+#include "kbuild/config/build_toml.hpp"
+
+using namespace kbuild;
+
+namespace {
+
+config::KernelConfig kernel(const std::string& torch_extra) {
+  std::string text =
+      "[general]\nname = \"kk\"\nversion = 1\nedition = 5\nlicense = \"MIT\"\nbackends = [\"cpu\"]\n"
+      "\n[torch]\nsrc = [\"b.cpp\"]\n" +
+      torch_extra + "\n[kernel.c]\nbackend = \"cpu\"\ndepends = []\nsrc = [\"c.cpp\"]\n";
+  auto outcome = config::parse_build_toml(text, "build.toml");
+  EXPECT_TRUE(outcome.config) << config::format_diagnostics(outcome.diagnostics);
+  return *outcome.config;
+}
+
+toolchain::Toolchain torch_2_11() {
+  toolchain::Toolchain tc;
+  tc.torch.version = util::Version({2, 11, 0});
+  tc.cxx.machine = "x86_64-linux-gnu";
+  return tc;
+}
+
+}  // namespace
+
+TEST(LocalVariants, AStableAbiBackendBuildsItsStableVariantWithTheLocalTorch) {
+  auto tc = torch_2_11();
+  auto builds = build::select_local_variants(kernel("stable-abi = \"2.10\"\n"), tc, {}, [](const std::string&) {});
+  ASSERT_TRUE(builds) << builds.error().message;
+  ASSERT_EQ(builds->size(), 1u);
+  EXPECT_EQ(builds->front().variant.name(), "torch-stable-abi210-cpu-x86_64-linux");
+  EXPECT_EQ(builds->front().toolchain, &tc);
+  auto plain = build::select_local_variants(kernel(""), tc, {}, [](const std::string&) {});
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->front().variant.name(), "torch211-cxx11-cpu-x86_64-linux");
+}
+
+TEST(LocalVariants, ATorchOlderThanTheStableAbiIsKernelBuildersVerdict) {
+  auto tc = torch_2_11();
+  auto refused = build::select_local_variants(kernel("stable-abi = \"2.12\"\n"), tc, {}, [](const std::string&) {});
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, ExitCode::toolchain);
+  EXPECT_NE(refused.error().message.find("Torch 2.11.0 is less than the stable ABI version 2.12"), std::string::npos)
+      << refused.error().message;
+  EXPECT_NE(refused.error().hint.find("--python"), std::string::npos);
+}
