@@ -5,6 +5,7 @@ import os
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -41,6 +42,18 @@ def copy_kernel(destination: Path, source: Path = IMG2GRAY, init_git: bool = Tru
         git("-c", "user.name=t", "-c", "user.email=t@example.com", "add", "-A", cwd=destination)
         git("-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "kernel", cwd=destination)
     return destination
+
+
+def write_kernel_files(root: Path, files: dict) -> Path:
+    """Writes a kernel of the tests' own ({relative path: text}, dedented) as a git repository."""
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    git("init", "-q", cwd=root)
+    git("-c", "user.name=t", "-c", "user.email=t@example.com", "add", "-A", cwd=root)
+    git("-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "kernel", cwd=root)
+    return root
 
 
 def empty_compile_cache(directory: Path) -> Path:

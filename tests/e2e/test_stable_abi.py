@@ -3,13 +3,11 @@ against the newest Torch of the matrix with TORCH_TARGET_VERSION, that the `kern
 Torch from X.Y on. A kernel of our own, written for these tests, loaded under two Torch versions."""
 
 import json
-import shutil
 import subprocess
-import textwrap
 
 import pytest
 
-from conftest import IMG2GRAY, PYTHON, build_args, git, run_kbuild
+from conftest import IMG2GRAY, PYTHON, build_args, run_kbuild, write_kernel_files
 
 STABLE_VARIANT = "torch-stable-abi211-cpu-x86_64-linux"
 
@@ -90,16 +88,9 @@ def write_stable_kernel(root, stable_abi='"2.11"', component=SCALE_CPU):
         "scale_cpu/scale.cpp": component,
         "tests/test_scale.py": TEST_SCALE,
     }
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
     # The Torch 2.11 and 2.15 pins of the reference kernel: no resolution against the index.
-    shutil.copy(IMG2GRAY / "kbuild.lock", root / "kbuild.lock")
-    git("init", "-q", cwd=root)
-    git("-c", "user.name=t", "-c", "user.email=t@example.com", "add", "-A", cwd=root)
-    git("-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "kernel", cwd=root)
-    return root
+    files["kbuild.lock"] = (IMG2GRAY / "kbuild.lock").read_text()
+    return write_kernel_files(root, files)
 
 
 def test_variants_lists_one_stable_abi_variant_built_with_the_newest_torch(tmp_path):

@@ -114,6 +114,7 @@ TEST(Install, WritesTheVariantWithDigestAndReplacesOldContent) {
   spec.package_dir = "/k/torch-ext/img2gray";
   spec.python_files = {"__init__.py"};
   spec.library = "/k/.kbuild/lib.so";
+  spec.library_name = "_img2gray_cpu_x.abi3.so";
   spec.ops_py = "ops\n";
   spec.metadata.name = "img2gray";
   spec.metadata.id = "_img2gray_cpu_x";

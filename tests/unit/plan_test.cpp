@@ -337,3 +337,18 @@ TEST(Planner, TorchTargetVersionIsKernelBuildersHex) {
   EXPECT_EQ(torch_target_version_define(util::Version({2, 10})), "-DTORCH_TARGET_VERSION=0x20a000000000000");
   EXPECT_EQ(torch_target_version_define(util::Version({3, 0})), "-DTORCH_TARGET_VERSION=0x300000000000000");
 }
+
+TEST(Variant, TvmFfiNamesCarryTheTvmFfiSeries) {
+  Variant tvm;
+  tvm.kind = Variant::Kind::tvm_ffi;
+  tvm.tvm_ffi = util::Version({0, 1});
+  tvm.backend = config::Backend::cuda;
+  tvm.cuda = util::Version({13, 0});
+  EXPECT_EQ(tvm.name(), "tvm-ffi01-cu130-x86_64-linux");
+  auto parsed = Variant::parse("tvm-ffi01-cpu-aarch64-linux");
+  ASSERT_TRUE(parsed);
+  EXPECT_EQ(parsed->kind, Variant::Kind::tvm_ffi);
+  EXPECT_EQ(parsed->tvm_ffi, util::Version({0, 1}));
+  EXPECT_EQ(parsed->name(), "tvm-ffi01-cpu-aarch64-linux");
+  EXPECT_FALSE(Variant::parse("tvm-ffi01-cxx11-cpu-x86_64-linux"));
+}

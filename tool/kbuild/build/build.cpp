@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <deque>
 #include <set>
 
@@ -18,6 +19,7 @@
 #include "kbuild/exec/build_state.hpp"
 #include "kbuild/plan/planner.hpp"
 #include "kbuild/toolchain/probe.hpp"
+#include "kbuild/toolchain/stdcxx_compat.hpp"
 #include "kbuild/util/cache_layout.hpp"
 #include "kbuild/util/log.hpp"
 #include "kbuild/util/strings.hpp"
@@ -33,10 +35,12 @@ std::string toolchains_record(const std::vector<plan::VariantBuild>& builds) {
   for (const auto& build : builds) {
     if (!build.toolchain) continue;
     const auto& tc = *build.toolchain;
-    nlohmann::ordered_json entry = {{"torch", tc.torch.version_string},
-                                    {"torch-origin", tc.torch.origin},
-                                    {"cxx", tc.cxx.cxx.string() + " " + tc.cxx.version},
-                                    {"python-headers", tc.python.version}};
+    nlohmann::ordered_json entry = {{"cxx", tc.cxx.cxx.string() + " " + tc.cxx.version}};
+    if (build.variant.kind != config::Variant::Kind::tvm_ffi) {  // tvm-ffi: see kbuild.lock's tvm-ffi pin
+      entry["torch"] = tc.torch.version_string;
+      entry["torch-origin"] = tc.torch.origin;
+      entry["python-headers"] = tc.python.version;
+    }
     if (tc.cuda) {
       entry["cuda"] = tc.cuda->version.str();
       entry["cuda-origin"] = tc.cuda->origin + ":" + tc.cuda->root.string();
@@ -91,19 +95,23 @@ Result<std::vector<plan::VariantBuild>> matrix_variants(const BuildRequest& requ
   return provisioned;
 }
 
-// The header libraries (CUTLASS) that the components of `variants` depend on, fetched and pinned in
-// kbuild.lock like the toolchains (a local build opens the lock for them too).
-Result<std::map<std::string, toolchain::HeaderLibrary>> provide_dependencies(
-    const BuildRequest& request, BuildServices& services, const config::KernelConfig& config,
-    const std::vector<plan::VariantBuild>& variants, std::optional<MatrixSession>& session,
-    const toolchain::Toolchain& local) {
+// The header libraries (CUTLASS) that the components of `variants` depend on, and tvm-ffi for a
+// tvm-ffi kernel, fetched and pinned in kbuild.lock like the toolchains (a local build opens the lock
+// for them too). Fills the plan request's header_libraries and tvm_ffi.
+Result<void> provide_dependencies(const BuildRequest& request, BuildServices& services,
+                                  const config::KernelConfig& config, const std::vector<plan::VariantBuild>& variants,
+                                  std::optional<MatrixSession>& session, const toolchain::Toolchain& local,
+                                  plan::PlanRequest& plan_request) {
   std::set<std::string> needed;
-  for (const auto& build : variants)
+  bool tvm_ffi = false;
+  for (const auto& build : variants) {
+    tvm_ffi = tvm_ffi || build.variant.kind == config::Variant::Kind::tvm_ffi;
+    if (!build.variant.compiled()) continue;
     for (const auto* component : config.components_for(build.variant.backend))
       for (const auto& dep : component->depends)
         if (dep != "torch" && toolchain::provided_dependency(dep)) needed.insert(dep);
-  std::map<std::string, toolchain::HeaderLibrary> libraries;
-  if (needed.empty()) return libraries;
+  }
+  if (needed.empty() && !tvm_ffi) return {};
   const auto lock_path = request.kernel_dir / "kbuild.lock";
   toolchain::LockFile local_lock;
   if (!session && services.fs.stat(lock_path).exists) {
@@ -114,7 +122,11 @@ Result<std::map<std::string, toolchain::HeaderLibrary>> provide_dependencies(
   toolchain::Provisioner provisioner(services.launcher, services.fs, provision_options(request, services, local), lock,
                                      [&](const std::string& line) { services.reporter.info("kbuild: " + line); });
   for (const auto& dep : needed) {
-    KB_TRY_ASSIGN(libraries[dep], provisioner.header_library(dep));
+    KB_TRY_ASSIGN(plan_request.header_libraries[dep], provisioner.header_library(dep));
+  }
+  if (tvm_ffi) {
+    KB_TRY_ASSIGN(plan_request.tvm_ffi, provisioner.tvm_ffi(toolchain::k_tvm_ffi_series));
+    needed.insert("tvm-ffi " + toolchain::k_tvm_ffi_series.major_minor());
   }
   if (provisioner.lock_changed()) {
     KB_TRY(services.fs.write_file_atomic(lock_path, lock.serialize()));
@@ -122,7 +134,7 @@ Result<std::map<std::string, toolchain::HeaderLibrary>> provide_dependencies(
                            util::join(std::vector<std::string>(needed.begin(), needed.end()), ", ") + " in " +
                            lock_path.string());
   }
-  return libraries;
+  return {};
 }
 
 Result<exec::ExecSummary> execute(const BuildRequest& request, BuildServices& services, const plan::JobGraph& graph,
@@ -222,11 +234,20 @@ Result<BuildOutcome> build(const BuildRequest& request, BuildServices& services)
   plan_request.variants = variants;
   plan_request.nvcc_threads = static_cast<int>(std::max<size_t>(1, request.jobs));
   plan_request.manylinux = request.manylinux;
-  KB_TRY_ASSIGN(plan_request.header_libraries,
-                provide_dependencies(request, services, config, variants, session, local));
+  KB_TRY(provide_dependencies(request, services, config, variants, session, local, plan_request));
   plan_request.gate_libraries = request.gate_libraries;
-  KB_TRY_ASSIGN(plan_request.package_files,
-                util::list_files_recursive(services.fs, kernel_dir / "torch-ext" / config.general.python_name()));
+  bool any_compiled = std::any_of(variants.begin(), variants.end(), [](const auto& b) { return b.variant.compiled(); });
+  if (request.gate_libraries && any_compiled) {
+    // Without it the build still works; the ABI gate then refuses libraries needing newer symbols.
+    auto compat = toolchain::prepare_stdcxx_compat(
+        services.launcher, services.fs, util::CacheLayout::from_environment(services.env), local.cxx.cxx.string());
+    if (compat)
+      plan_request.stdcxx_compat = *compat;
+    else
+      services.reporter.warning("cannot link newer libstdc++ symbols privately (" + compat.error().message +
+                                "); libraries that need them will fail the ABI check");
+  }
+  KB_TRY_ASSIGN(plan_request.package_files, util::list_files_recursive(services.fs, kernel_dir / config.package_dir()));
   KB_TRY_ASSIGN(plan::JobGraph graph, plan::plan_build(plan_request));
   (void)services.fs.write_file_atomic(work_dir / "toolchains-used.json", toolchains_record(variants));
   (void)services.fs.write_file_atomic(work_dir / "compile_commands.json", compile_commands(graph, kernel_dir));

@@ -16,6 +16,24 @@ std::string backend_names(const config::KernelConfig& config) {
   return util::join(names, ", ");
 }
 
+// A CUDA variant links the Torch's CUDA runtime: the toolkit must be of its major version.
+Result<void> check_torch_matches_toolkit(const toolchain::Toolchain& tc,
+                                         const std::function<void(const std::string&)>& warn) {
+  if (!tc.torch.cuda)
+    return fail("the Torch at " + tc.torch.root.string() + " is a CPU-only build; it cannot build cuda variants",
+                "install a CUDA build of torch, or use --backend cpu", ExitCode::toolchain);
+  if (tc.torch.cuda->major() != tc.cuda->version.major())
+    return fail(fmt::format("Torch was built with CUDA {} but nvcc is CUDA {}", tc.torch.cuda->major_minor(),
+                            tc.cuda->version.major_minor()),
+                "use a CUDA toolkit of the same major version as torch (CUDA_HOME)", ExitCode::toolchain);
+  if (tc.cuda->version.minor() > tc.torch.cuda->minor())
+    warn(fmt::format(
+        "nvcc is CUDA {} but Torch was built with CUDA {}: the kernels loader will "
+        "not pick a cu{} variant for this Torch",
+        tc.cuda->version.major_minor(), tc.torch.cuda->major_minor(), config::flatten_version(tc.cuda->version)));
+  return {};
+}
+
 }  // namespace
 
 Result<std::vector<plan::VariantBuild>> select_local_variants(const config::KernelConfig& config,
@@ -46,8 +64,7 @@ Result<std::vector<plan::VariantBuild>> select_local_variants(const config::Kern
       builds.push_back({variant, nullptr});
       continue;
     }
-    if (config.framework == config::Framework::tvm_ffi)
-      return fail("tvm-ffi kernels are not built by kbuild yet", "see docs/build-toml.md", ExitCode::usage);
+    const bool tvm_ffi = config.framework == config::Framework::tvm_ffi;
     if (backend == config::Backend::cuda) {
       if (!tc.cuda) {
         if (requested)
@@ -56,21 +73,17 @@ Result<std::vector<plan::VariantBuild>> select_local_variants(const config::Kern
         warn("no CUDA toolkit found (nvcc not on PATH, CUDA_HOME unset): skipping the cuda backend");
         continue;
       }
-      if (!tc.torch.cuda)
-        return fail("the Torch at " + tc.torch.root.string() + " is a CPU-only build; it cannot build cuda variants",
-                    "install a CUDA build of torch, or use --backend cpu", ExitCode::toolchain);
-      if (tc.torch.cuda->major() != tc.cuda->version.major())
-        return fail(fmt::format("Torch was built with CUDA {} but nvcc is CUDA {}", tc.torch.cuda->major_minor(),
-                                tc.cuda->version.major_minor()),
-                    "use a CUDA toolkit of the same major version as torch (CUDA_HOME)", ExitCode::toolchain);
-      if (tc.cuda->version.minor() > tc.torch.cuda->minor())
-        warn(fmt::format(
-            "nvcc is CUDA {} but Torch was built with CUDA {}: the kernels loader will "
-            "not pick a cu{} variant for this Torch",
-            tc.cuda->version.major_minor(), tc.torch.cuda->major_minor(), config::flatten_version(tc.cuda->version)));
+      // A tvm-ffi variant involves no Torch: the toolkit alone decides.
+      if (!tvm_ffi) KB_TRY(check_torch_matches_toolkit(tc, warn));
       variant.cuda = util::Version({tc.cuda->version.major(), tc.cuda->version.minor()});
     } else if (backend != config::Backend::cpu) {
       warn("kbuild does not build " + name + " variants; skipping the " + name + " backend");
+      continue;
+    }
+    if (tvm_ffi) {
+      variant.kind = config::Variant::Kind::tvm_ffi;
+      variant.tvm_ffi = toolchain::k_tvm_ffi_series;
+      builds.push_back({variant, &tc});
       continue;
     }
     if (config.torch.minver && tc.torch.version < *config.torch.minver)

@@ -84,8 +84,11 @@ Result<std::vector<plan::VariantBuild>> provision_variants(const std::vector<pla
       continue;
     }
     std::string cuda_key = entry.cuda ? entry.cuda->major_minor() : "";
-    std::string torch_key = entry.torch.major_minor();
-    if (!torches.count(torch_key)) {
+    const bool needs_torch = entry.variant.kind != config::Variant::Kind::tvm_ffi;
+    std::string torch_key = needs_torch ? entry.torch.major_minor() : "none";
+    if (!needs_torch) {
+      torches[torch_key] = base.torch;  // a tvm-ffi variant is compiled without Torch
+    } else if (!torches.count(torch_key)) {
       KB_TRY_ASSIGN(auto torch, provisioner.torch(entry.torch));
       torches[torch_key] = torch;
     }
@@ -110,15 +113,15 @@ Result<void> pin_matrix_toolchains(const std::vector<plan::MatrixEntry>& entries
   // so the lock also serves machines without them.
   std::set<std::string> torch, cuda;
   for (const auto& entry : entries) {
-    if (entry.variant.kind == config::Variant::Kind::noarch) continue;
-    torch.insert(entry.torch.major_minor());
+    if (!entry.variant.compiled()) continue;
+    if (entry.variant.kind != config::Variant::Kind::tvm_ffi) torch.insert(entry.torch.major_minor());
     if (entry.cuda && entry.cuda->major() >= 13) cuda.insert(entry.cuda->major_minor());
   }
   for (const auto& version : torch) KB_TRY(provisioner.artifacts("torch", *util::Version::parse(version)));
   for (const auto& version : cuda) KB_TRY(provisioner.artifacts("cuda", *util::Version::parse(version)));
   for (auto it = lock.toolchains.begin(); it != lock.toolchains.end();) {
     std::string version = it->first.substr(it->first.find('-') + 1);
-    // Header libraries (cutlass-X.Y) are pinned by the builds that need them; kept here.
+    // Header libraries (cutlass-X.Y) and tvm-ffi are pinned by the builds that need them; kept here.
     bool used = it->first.starts_with("torch-")  ? torch.count(version) > 0
                 : it->first.starts_with("cuda-") ? cuda.count(version) > 0
                                                  : true;
@@ -131,8 +134,11 @@ bool toolchains_present(const plan::MatrixEntry& entry, const toolchain::LockFil
                         const std::optional<toolchain::CudaToolkit>& system,
                         const std::map<std::string, std::filesystem::path>& user_cuda, const util::FileSystem& fs) {
   if (entry.variant.kind == config::Variant::Kind::noarch) return true;
-  const auto* torch = lock.find(toolchain::toolchain_name("torch", entry.torch.major_minor()));
-  if (!torch || !toolchain::toolchain_complete(fs, toolchain::torch_toolchain_dir(cache, torch->front()))) return false;
+  if (entry.variant.kind != config::Variant::Kind::tvm_ffi) {
+    const auto* torch = lock.find(toolchain::toolchain_name("torch", entry.torch.major_minor()));
+    if (!torch || !toolchain::toolchain_complete(fs, toolchain::torch_toolchain_dir(cache, torch->front())))
+      return false;
+  }
   if (!entry.cuda) return true;
   std::string version = entry.cuda->major_minor();
   if (user_cuda.count(version)) return true;

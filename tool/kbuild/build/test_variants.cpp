@@ -225,7 +225,7 @@ Result<PythonTorch> base_python(const TestRequest& request, TestServices& servic
 // Why `env` cannot load `variant`, if it cannot: a Torch variant needs its Torch version, a stable-ABI
 // variant a Torch at least as new as its version, a CUDA variant a Torch built for its CUDA.
 std::optional<std::string> unloadable_reason(const config::Variant& variant, const PythonTorch& env) {
-  if (!variant.compiled()) return std::nullopt;
+  if (!variant.compiled() || variant.kind == config::Variant::Kind::tvm_ffi) return std::nullopt;
   auto env_minor = util::Version::parse(env.torch_minor);
   if (variant.kind == config::Variant::Kind::torch && env.torch_minor != variant.torch.major_minor())
     return "the variant is built for Torch " + variant.torch.major_minor() + "; Torch " + env.torch + " cannot load it";
@@ -284,8 +284,11 @@ Result<std::vector<VariantTestResult>> test_variants(const TestRequest& request,
   std::vector<VariantTestResult> results;
   for (const auto& [name, variant] : selected) {
     // A stable-ABI variant is tested with the oldest Torch it promises to serve.
+    // A tvm-ffi variant needs no particular Torch (its tests may use any).
+    const bool own_torch =
+        variant.kind == config::Variant::Kind::torch || variant.kind == config::Variant::Kind::stable_abi;
     std::string minor = !request.torch.empty() ? request.torch
-                        : variant.compiled()   ? variant.torch.major_minor()
+                        : own_torch            ? variant.torch.major_minor()
                                                : base.torch_minor;
     if (!by_minor.count(minor)) {
       if (!minor.empty() && minor == base.torch_minor) {

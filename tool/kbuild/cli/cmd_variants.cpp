@@ -27,10 +27,11 @@ using Json = nlohmann::ordered_json;
 Json variant_json(const config::Variant& v, std::optional<util::Version> torch, std::optional<util::Version> cuda,
                   bool present) {
   bool noarch = v.kind == config::Variant::Kind::noarch;
+  bool no_torch = noarch || v.kind == config::Variant::Kind::tvm_ffi;
   std::string compute = v.backend == config::Backend::cuda && v.cuda ? "cu" + config::flatten_version(*v.cuda)
                                                                      : config::to_string(v.backend);
   return {{"name", v.name()},
-          {"torch", noarch || !torch ? Json() : Json(torch->major_minor())},
+          {"torch", no_torch || !torch ? Json() : Json(torch->major_minor())},
           {"backend", config::to_string(v.backend)},
           {"compute", noarch ? "noarch" : compute},
           {"cuda", cuda ? Json(cuda->major_minor()) : Json()},

@@ -262,8 +262,8 @@ std::vector<Diagnostic> check_project_files(const ParseOutcome& outcome, const u
            "paths are relative to " + root.string()});
     }
   }
-  if (config.framework != Framework::tvm_ffi && is_valid_kernel_name(config.general.name)) {
-    std::string package = "torch-ext/" + config.general.python_name();
+  if (is_valid_kernel_name(config.general.name)) {
+    std::string package = config.package_dir();
     if (!fs.stat(root / package / "__init__.py").is_file)
       diagnostics.push_back({Severity::error,
                              {file_name, 0, 0},

@@ -37,6 +37,10 @@ const std::vector<std::string>& backend_names() {
   return names;
 }
 
+std::string KernelConfig::package_dir() const {
+  return (framework == Framework::tvm_ffi ? "tvm-ffi-ext/" : "torch-ext/") + general.python_name();
+}
+
 std::string General::python_name() const {
   std::string out = name;
   std::replace(out.begin(), out.end(), '-', '_');

@@ -103,6 +103,9 @@ struct KernelConfig {
 
   /// Components to compile for `backend`, in name order.
   std::vector<const KernelComponent*> components_for(Backend backend) const;
+  /// The kernel's Python package, relative to the kernel directory: tvm-ffi-ext/<python_name> for
+  /// tvm-ffi kernels, torch-ext/<python_name> otherwise (kernel-builder's layout).
+  std::string package_dir() const;
 };
 
 }  // namespace kbuild::config

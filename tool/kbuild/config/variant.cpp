@@ -16,7 +16,9 @@ std::string normalize_cpu(std::string_view machine) {
 
 std::string Variant::name() const {
   if (kind == Kind::noarch) return "torch-" + to_string(backend);
-  std::string out = (kind == Kind::stable_abi ? "torch-stable-abi" : "torch") + flatten_version(torch);
+  std::string out = kind == Kind::tvm_ffi      ? "tvm-ffi" + flatten_version(tvm_ffi)
+                    : kind == Kind::stable_abi ? "torch-stable-abi" + flatten_version(torch)
+                                               : "torch" + flatten_version(torch);
   if (kind == Kind::torch && cxx11_abi && os == "linux") out += "-cxx11";
   if (backend == Backend::cuda && cuda)
     out += "-cu" + flatten_version(*cuda);
@@ -29,7 +31,7 @@ std::optional<Variant> Variant::parse(std::string_view name) {
   static const std::regex k_noarch(R"(^torch-(cpu|cuda|rocm|metal|xpu|neuron|tpu)$)");
   // Minor versions are one digit for CUDA (the loader reads the last digit as the minor).
   static const std::regex k_arch(
-      R"(^torch(-stable-abi)?(\d)(\d+)(-cxx11)?-(cu(\d+)(\d)|cpu)-(x86_64|aarch64)-(linux)$)");
+      R"(^(torch|torch-stable-abi|tvm-ffi)(\d)(\d+)(-cxx11)?-(cu(\d+)(\d)|cpu)-(x86_64|aarch64)-(linux)$)");
   std::string text(name);
   std::smatch match;
   Variant variant;
@@ -40,11 +42,11 @@ std::optional<Variant> Variant::parse(std::string_view name) {
   }
   if (!std::regex_match(text, match, k_arch)) return std::nullopt;
   auto number = [&](int group) { return static_cast<unsigned>(std::stoul(match[group])); };
-  if (match[1].matched) {
-    if (match[4].matched) return std::nullopt;  // stable-ABI names carry no C++ ABI tag
-    variant.kind = Kind::stable_abi;
+  if (match[1].str() != "torch") {
+    if (match[4].matched) return std::nullopt;  // only Torch-version names carry a C++ ABI tag
+    variant.kind = match[1].str() == "tvm-ffi" ? Kind::tvm_ffi : Kind::stable_abi;
   }
-  variant.torch = util::Version({number(2), number(3)});
+  (variant.kind == Kind::tvm_ffi ? variant.tvm_ffi : variant.torch) = util::Version({number(2), number(3)});
   variant.cxx11_abi = match[4].matched;
   if (match[5].str() == "cpu") {
     variant.backend = Backend::cpu;

@@ -3,6 +3,8 @@
 //   torch<MA><MI>[-cxx11]-<compute>-<cpu>-<os>     e.g. torch211-cxx11-cu130-x86_64-linux
 //   torch-stable-abi<MA><MI>-<compute>-<cpu>-<os>  e.g. torch-stable-abi211-cpu-x86_64-linux: built on
 //                                                   Torch's stable ABI, loadable by that Torch and newer
+//   tvm-ffi<MA><MI>-<compute>-<cpu>-<os>           e.g. tvm-ffi01-cpu-x86_64-linux: a tvm-ffi kernel,
+//                                                   for the tvm_ffi of that major.minor (no Torch)
 //   torch-<backend>                                 noarch, e.g. torch-cpu
 // <compute> is cu<MA><MI> for CUDA, cpu for CPU. kbuild builds x86_64 and aarch64 Linux variants.
 
@@ -16,19 +18,20 @@
 namespace kbuild::config {
 
 struct Variant {
-  enum class Kind { torch, stable_abi, noarch };
+  enum class Kind { torch, stable_abi, tvm_ffi, noarch };
 
   Kind kind = Kind::torch;
   /// major.minor of Torch; for stable_abi the oldest Torch it serves (TORCH_TARGET_VERSION), which
   /// need not be the Torch it was compiled against. Unused for noarch.
   util::Version torch;
+  util::Version tvm_ffi;  ///< tvm_ffi kind: the tvm-ffi major.minor
   Backend backend = Backend::cpu;
   std::optional<util::Version> cuda;  ///< CUDA major.minor for CUDA variants
   bool cxx11_abi = true;              ///< torch kind only: stable-ABI names carry no C++ ABI tag
   std::string cpu = "x86_64";
   std::string os = "linux";
 
-  /// Whether the variant holds a compiled library (torch and stable_abi kinds).
+  /// Whether the variant holds a compiled library (every kind but noarch).
   bool compiled() const { return kind != Kind::noarch; }
   /// The directory name under build/.
   std::string name() const;

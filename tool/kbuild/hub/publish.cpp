@@ -40,7 +40,7 @@ Result<std::string> render_card(const util::FileSystem& fs, const config::Kernel
                                 const fs::path& kernel_dir, const std::string& repo_id,
                                 const std::vector<std::string>& variants) {
   std::string functions;
-  auto init = fs.read_file(kernel_dir / "torch-ext" / config.general.python_name() / "__init__.py");
+  auto init = fs.read_file(kernel_dir / config.package_dir() / "__init__.py");
   if (init) {
     static const std::regex k_all(R"(__all__\s*=\s*\[([^\]]*)\])");
     static const std::regex k_name(R"(["']([A-Za-z_][A-Za-z0-9_]*)["'])");

@@ -5,6 +5,7 @@
 
 #include "kbuild/config/variant.hpp"
 #include "kbuild/layout/digest.hpp"
+#include "kbuild/layout/install.hpp"
 #include "kbuild/layout/metadata.hpp"
 #include "kbuild/layout/signature.hpp"
 #include "kbuild/util/version.hpp"
@@ -87,12 +88,16 @@ std::vector<CheckIssue> check_library(const ElfInfo& elf, const std::string& whe
   };
   if (!elf.shared_object) error("not a shared object");
   if (elf.machine != expected_machine) error("built for " + elf.machine + ", the variant says " + expected_machine);
-  bool exports_init = false;
+  bool exports_entry = false;
   for (const auto& symbol : elf.dynamic_symbols)
-    if (symbol.name == "PyInit_" + ops_id && symbol.defined && symbol.global && symbol.function) exports_init = true;
-  if (!exports_init) error("does not export PyInit_" + ops_id + " (the loader imports it as module " + ops_id + ")");
+    if (symbol.defined && symbol.global && symbol.function &&
+        (options.tvm_ffi ? symbol.name.starts_with("__tvm_ffi_") : symbol.name == "PyInit_" + ops_id))
+      exports_entry = true;
+  if (!exports_entry)
+    error(options.tvm_ffi ? "exports no tvm-ffi function (__tvm_ffi_*; TVM_FFI_DLL_EXPORT_TYPED_FUNC defines them)"
+                          : "does not export PyInit_" + ops_id + " (the loader imports it as module " + ops_id + ")");
   for (const auto& library : elf.needed)
-    if (!allowed_library(library))
+    if (!allowed_library(library) && !(options.tvm_ffi && library == "libtvm_ffi.so"))
       error("links " + library + "; kernels may only link Torch, the CUDA runtime and the C/C++ runtime");
   for (const auto& symbol : elf.dynamic_symbols)
     if (symbol.defined && (symbol.name == "__cxa_throw" || symbol.name == "__gxx_personality_v0"))
@@ -107,7 +112,9 @@ std::vector<CheckIssue> check_library(const ElfInfo& elf, const std::string& whe
   if (elf.runpath) error("has a RUNPATH (" + *elf.runpath + "); Torch loads its libraries before the kernel");
   for (const auto& symbol : elf.dynamic_symbols) {
     if (symbol.defined) continue;
-    if (symbol.name.starts_with("_Py") && !stable_private_symbol(symbol.name))
+    if (options.tvm_ffi && (symbol.name.starts_with("Py") || symbol.name.starts_with("_Py")))
+      error("uses " + symbol.name + "; a tvm-ffi library is loaded by tvm_ffi, not by Python, and must not use Python");
+    else if (symbol.name.starts_with("_Py") && !stable_private_symbol(symbol.name))
       error("uses " + symbol.name + ", which is not in the Python 3.9 limited API (abi3)");
   }
   if (options.manylinux != "none") {
@@ -194,7 +201,8 @@ std::vector<CheckIssue> check_variant(const util::FileSystem& fs, const std::fil
   if (variant && variant->compiled()) {
     CheckOptions library_options = options;
     if (variant->kind == config::Variant::Kind::stable_abi) library_options.torch_stable_abi = variant->torch;
-    std::string library = metadata->id + ".abi3.so";
+    library_options.tvm_ffi = variant->kind == config::Variant::Kind::tvm_ffi;
+    std::string library = library_file_name(*variant, metadata->id);
     auto image = fs.read_file(variant_dir / library);
     if (!image) {
       error(name, library + " is missing");

@@ -32,6 +32,9 @@ struct CheckOptions {
   std::string manylinux = "manylinux_2_28";
   /// The Torch stable-ABI version a torch-stable-abi variant targets; nullopt for other variants.
   std::optional<util::Version> torch_stable_abi;
+  /// A tvm-ffi variant's library: exports __tvm_ffi_* functions instead of PyInit_<ops-id>, may link
+  /// libtvm_ffi.so, and references no Python symbol at all.
+  bool tvm_ffi = false;
 };
 
 /// Whether `policy` is one `check` knows.

@@ -28,11 +28,15 @@ std::vector<std::string> select_python_files(const std::vector<std::string>& pac
   return out;
 }
 
+std::string library_file_name(const config::Variant& variant, const std::string& ops_id) {
+  return ops_id + (variant.kind == config::Variant::Kind::tvm_ffi ? ".so" : ".abi3.so");
+}
+
 FileSet variant_files(const InstallSpec& spec) {
   FileSet set;
   for (const auto& rel : spec.python_files) set.add_file(rel, spec.package_dir / rel);
   set.add_bytes("_ops.py", spec.ops_py);
-  if (spec.library) set.add_file(spec.metadata.id + ".abi3.so", *spec.library);
+  if (spec.library) set.add_file(spec.library_name, *spec.library);
   return set;
 }
 
@@ -87,9 +91,9 @@ Result<void> gate_library(const util::FileSystem& fs, const fs::path& library, c
       : any(CheckIssue::Rule::symbol_version)
           ? "the kernels loader and kernel-abi-check reject libraries that need a newer C or C++ runtime than " +
                 gate.options.manylinux +
-                " allows: avoid those library features in the sources named (or build with a GCC whose libstdc++ "
-                "is no newer than 3.4.24, as manylinux_2_28 toolchains do); --manylinux none skips this check for "
-                "local use"
+                " allows, and kbuild could not link these privately (docs/build-toml.md, \"Newer libstdc++ "
+                "symbols\"): avoid those library features in the sources named; --manylinux none skips this check "
+                "for local use"
           : "see docs/cli.md, kbuild check, for each rule";
   return fail(message + "\n  hint: " + hint, "", ExitCode::failure);
 }

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "kbuild/config/variant.hpp"
 #include "kbuild/layout/check.hpp"
 #include "kbuild/layout/metadata.hpp"
 #include "kbuild/util/fs.hpp"
@@ -51,10 +52,15 @@ struct InstallSpec {
   fs::path package_dir;                   ///< torch-ext/<python_name>
   std::vector<std::string> python_files;  ///< relative to package_dir
   std::optional<fs::path> library;        ///< staged native library (absent for noarch variants)
+  std::string library_name;               ///< its name in the variant (library_file_name)
   std::string ops_py;                     ///< the generated _ops.py
   Metadata metadata;                      ///< without digest; install adds it
   std::optional<LibraryGate> gate;        ///< checks the library must pass first
 };
+
+/// The native library's name in a compiled variant: <ops-id>.abi3.so (a Python extension module), or
+/// <ops-id>.so for tvm-ffi variants (a plain shared library that tvm_ffi.load_module opens).
+std::string library_file_name(const config::Variant& variant, const std::string& ops_id);
 
 /// Files of the Python package that ship in a variant: extensions in `pyext` (without "pyi" for
 /// compiled variants, as kernel-builder's CMake install does), never bytecode or __pycache__.

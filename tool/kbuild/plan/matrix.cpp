@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "kbuild/toolchain/toolchain.hpp"
 #include "kbuild/util/strings.hpp"
 
 namespace kbuild::plan {
@@ -45,7 +46,9 @@ std::vector<MatrixEntry> expand_matrix(const config::KernelConfig& config, const
   for (const auto& torch : torch_versions)
     if (!newest || *newest < torch) newest = torch;
   std::set<config::Backend> noted;
+  const bool tvm_framework = config.framework == config::Framework::tvm_ffi;
   auto torch_versions_for = [&](config::Backend backend) -> std::vector<util::Version> {
+    if (tvm_framework) return {util::Version()};  // no Torch: one variant per compute
     auto stable = config.torch.stable_abi.find(backend);
     if (stable == config.torch.stable_abi.end()) return torch_versions;
     if (!newest) return {};
@@ -63,6 +66,10 @@ std::vector<MatrixEntry> expand_matrix(const config::KernelConfig& config, const
     auto stable = config.torch.stable_abi.find(backend);
     entry.variant.kind = stable == config.torch.stable_abi.end() ? Variant::Kind::torch : Variant::Kind::stable_abi;
     entry.variant.torch = stable == config.torch.stable_abi.end() ? torch : stable->second;
+    if (tvm_framework) {
+      entry.variant.kind = Variant::Kind::tvm_ffi;
+      entry.variant.tvm_ffi = toolchain::k_tvm_ffi_series;
+    }
     entry.variant.backend = backend;
     entry.variant.cuda = cuda;
     entry.torch = torch;

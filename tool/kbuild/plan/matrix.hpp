@@ -11,7 +11,8 @@
 // Entries are then filtered by build.toml: the backends listed, torch.minver/maxver,
 // general.cuda.minver/maxver, and components' cuda-minver. A backend with a stable-ABI version
 // (torch.stable-abi) gets one torch-stable-abi variant per compute, compiled against the newest Torch
-// left (kernel-builder's rule), and none when that Torch is older than the stable-ABI version.
+// left (kernel-builder's rule), and none when that Torch is older than the stable-ABI version. A
+// tvm-ffi kernel gets one tvm-ffi<series> variant per compute and no Torch.
 
 #include <optional>
 #include <string>
@@ -30,7 +31,7 @@ using config::Variant;
 
 struct MatrixEntry {
   Variant variant;
-  util::Version torch;                ///< major.minor of the Torch toolchain (unused for noarch)
+  util::Version torch;                ///< major.minor of the Torch toolchain (unused for noarch and tvm-ffi)
   std::optional<util::Version> cuda;  ///< major.minor of the CUDA toolchain
 };
 

@@ -72,8 +72,27 @@ struct VariantFlags {
   std::vector<std::string> prefix_maps;  // -ffile-prefix-map=... for reproducible objects
 };
 
+// A tvm-ffi variant, as kernel-builder's tvm-ffi CMake builds one: no Torch, no Python; the
+// extension name, the backend's define, and tvm-ffi's headers (which include dlpack).
+VariantFlags tvm_ffi_variant_flags(const PlanRequest& request, const Variant& variant, const toolchain::Toolchain& tc,
+                                   const std::string& ops) {
+  VariantFlags flags;
+  flags.defines = {"-DNDEBUG", "-DTVM_FFI_EXTENSION_NAME=" + ops,
+                   variant.backend == config::Backend::cuda ? "-DCUDA_KERNEL" : "-DCPU_KERNEL"};
+  flags.system_includes.push_back(request.tvm_ffi->include_dir.string());
+  if (variant.backend == config::Backend::cuda && tc.cuda)
+    flags.system_includes.push_back(tc.cuda->include_dir.string());
+  flags.prefix_maps = {"-ffile-prefix-map=" + request.kernel_dir.string() + "/=",
+                       "-ffile-prefix-map=" + request.tvm_ffi->root.string() + "=/tvm-ffi"};
+  if (tc.cuda) flags.prefix_maps.push_back("-ffile-prefix-map=" + tc.cuda->root.string() + "=/cuda");
+  for (const auto& [dependency, library] : request.header_libraries)
+    flags.prefix_maps.push_back("-ffile-prefix-map=" + library.root.string() + "=/" + dependency);
+  return flags;
+}
+
 VariantFlags variant_flags(const PlanRequest& request, const Variant& variant, const toolchain::Toolchain& tc,
                            const std::string& ops) {
+  if (variant.kind == Variant::Kind::tvm_ffi) return tvm_ffi_variant_flags(request, variant, tc, ops);
   VariantFlags flags;
   flags.defines = {"-DNDEBUG", std::string("-D_GLIBCXX_USE_CXX11_ABI=") + (tc.torch.cxx11_abi ? "1" : "0"),
                    "-DTORCH_EXTENSION_NAME=" + ops, "-DPy_LIMITED_API=0x03090000"};
@@ -169,10 +188,15 @@ class CompiledVariantPlanner {
         m_generate_job(generate_job),
         m_flags(variant_flags(request, build.variant, *build.toolchain, m_ops)),
         m_cxx_identity("g++ " + m_tc.cxx.version + " " + m_tc.cxx.machine) {
-    m_roots = {{"$K", request.kernel_dir},
-               {"$W", request.work_dir},
-               {"$TORCH", m_tc.torch.root},
-               {"$PY", m_tc.python.include_dir}};
+    m_roots = {{"$K", request.kernel_dir}, {"$W", request.work_dir}};
+    if (request.stdcxx_compat) m_roots.push_back({"$STDCXX", request.stdcxx_compat->parent_path()});
+    if (tvm_ffi()) {
+      m_roots.push_back({"$TVMFFI", request.tvm_ffi->root});
+      m_cxx_identity += " | tvm-ffi " + request.tvm_ffi->version;
+    } else {
+      m_roots.push_back({"$TORCH", m_tc.torch.root});
+      m_roots.push_back({"$PY", m_tc.python.include_dir});
+    }
     if (m_tc.cuda) m_roots.push_back({"$CUDA", m_tc.cuda->root});
     for (const auto& [dependency, library] : request.header_libraries)
       m_roots.push_back({"$" + dependency, library.root});
@@ -195,6 +219,8 @@ class CompiledVariantPlanner {
   }
 
  private:
+  bool tvm_ffi() const { return m_variant.kind == Variant::Kind::tvm_ffi; }
+
   Result<std::vector<Unit>> collect_units() const {
     auto components = enabled_components(m_config, m_variant.backend, &m_tc);
     if (auto reason = unsupported_dependency(components))
@@ -203,7 +229,7 @@ class CompiledVariantPlanner {
     std::vector<Unit> units;
     for (const auto& src : m_config.torch.src)
       if (compile_kind(src))
-        units.push_back({src, m_config.torch.include, m_config.torch.cxx_flags, {}, {}, {}, true, true});
+        units.push_back({src, m_config.torch.include, m_config.torch.cxx_flags, {}, {}, {}, true, !tvm_ffi()});
     // See templates/torch/glibc_compat.cpp: keeps the library loadable on glibc 2.28.
     units.push_back({(m_generated / "glibc_compat.cpp").string(), {}, {}, {}, {}, {}, true, false});
     for (const auto* component : components) {
@@ -215,8 +241,8 @@ class CompiledVariantPlanner {
                           m_tc.cuda->version.major_minor(),
                       "supported: " + util::join(default_cuda_capabilities(m_tc.cuda->version), ", "), ExitCode::usage);
       }
-      bool uses_torch =
-          std::find(component->depends.begin(), component->depends.end(), "torch") != component->depends.end();
+      bool uses_torch = !tvm_ffi() && std::find(component->depends.begin(), component->depends.end(), "torch") !=
+                                          component->depends.end();
       std::vector<std::string> library_includes;
       for (const auto& dep : component->depends) {
         if (dep == "torch") continue;
@@ -236,6 +262,7 @@ class CompiledVariantPlanner {
   // Translation units that cannot see Torch (components without the "torch" dependency) use one
   // C++ standard for every Torch version, so their objects are shared across the matrix.
   std::string std_flag(const Unit& unit) const {
+    if (tvm_ffi()) return "-std=c++17";  // tvm-ffi's CMake package: cxx_std_17
     return unit.uses_torch ? "-std=" + toolchain::cxx_standard_for(m_tc.torch.version) : "-std=c++20";
   }
 
@@ -269,8 +296,10 @@ class CompiledVariantPlanner {
     argv.push_back(std_flag(unit));
     // What every CUDA compile of kernel-builder gets (docs/build-toml.md, "Compiler command lines"):
     // the CUDA flags of Torch's CMake package, then its own -DENABLE_FP8 (CUDA >= 11.8).
-    for (const char* flag : k_torch_nvcc_flags) argv.push_back(flag);
-    argv.push_back("-DENABLE_FP8");
+    if (!tvm_ffi()) {  // kernel-builder's tvm-ffi builds do not load Torch's CMake package
+      for (const char* flag : k_torch_nvcc_flags) argv.push_back(flag);
+      argv.push_back("-DENABLE_FP8");
+    }
     std::string xcompiler = "-Xcompiler=-fPIC,-fvisibility=hidden,-fno-gnu-unique";
     for (const auto& map : m_flags.prefix_maps) xcompiler += "," + map;
     argv.push_back(xcompiler);
@@ -317,12 +346,30 @@ class CompiledVariantPlanner {
     m_object_jobs.push_back(graph.add(std::move(job)));
   }
 
-  fs::path library() const { return m_work / (m_ops + ".abi3.so"); }
+  // Newer libstdc++ symbols from the compat archive, kept hidden (toolchain/stdcxx_compat.hpp).
+  void add_stdcxx_compat(std::vector<std::string>& link) const {
+    if (!m_request.stdcxx_compat) return;
+    link.push_back("-Wl,--exclude-libs," + m_request.stdcxx_compat->filename().string());
+    link.push_back(m_request.stdcxx_compat->string());
+  }
+
+  fs::path library() const { return m_work / layout::library_file_name(m_variant, m_ops); }
 
   std::vector<std::string> link_command(const fs::path& output) const {
     const bool cuda = m_variant.backend == config::Backend::cuda;
     std::vector<std::string> link = {m_tc.cxx.cxx.string(), "-shared", "-o", output.string()};
     for (const auto& object : m_objects) link.push_back(object.string());
+    if (tvm_ffi()) {
+      // tvm_ffi.load_module finds libtvm_ffi.so already loaded by the tvm_ffi package (no RPATH).
+      for (const std::string& arg :
+           {"-L" + m_request.tvm_ffi->lib_dir.string(), std::string("-Wl,--as-needed"), std::string("-ltvm_ffi")})
+        link.push_back(arg);
+      if (cuda)
+        for (const std::string& arg : {"-L" + m_tc.cuda->lib_dir.string(), std::string("-lcudart")})
+          link.push_back(arg);
+      add_runtime_and_flags(link);
+      return link;
+    }
     if (m_tc.torch.openmp) link.push_back("-fopenmp");  // libgomp: Torch's own copy is loaded at run time
     link.push_back("-L" + m_tc.torch.lib_dir().string());
     link.push_back("-Wl,--as-needed");
@@ -331,22 +378,28 @@ class CompiledVariantPlanner {
       for (const std::string& arg : {std::string("-lc10_cuda"), std::string("-ltorch_cuda"),
                                      "-L" + m_tc.cuda->lib_dir.string(), std::string("-lcudart")})
         link.push_back(arg);
-    // The C++ runtime must be the shared one Torch uses: an exception thrown by the kernel is caught
-    // by Torch, which needs a single copy of the unwinder state. g++ silently falls back to
-    // libstdc++.a where the unversioned libstdc++.so development link is missing.
+    add_runtime_and_flags(link);
+    return link;
+  }
+
+  // The C++ runtime must be the shared one Torch uses: an exception thrown by the kernel is caught
+  // by Torch, which needs a single copy of the unwinder state. g++ silently falls back to
+  // libstdc++.a where the unversioned libstdc++.so development link is missing. Only the newer
+  // symbols come from the private compat archive. glibc_compat.cpp forwards dlsym to its
+  // manylinux-compatible version.
+  void add_runtime_and_flags(std::vector<std::string>& link) const {
+    add_stdcxx_compat(link);
     link.push_back("-l:libstdc++.so.6");
-    // glibc_compat.cpp forwards dlsym to its manylinux-compatible version.
     for (const char* flag :
          {"-Wl,--no-as-needed", "-Wl,--wrap=dlsym", "-Wl,-O1", "-Wl,-z,noexecstack", "-Wl,--build-id=sha1"})
       link.push_back(flag);
-    return link;
   }
 
   size_t add_link_job(JobGraph& graph) {
     fs::path temp = library().string() + ".tmp";
     Job link;
     link.id = m_name + "/link";
-    link.description = "LINK " + m_ops + ".abi3.so  [" + m_name + "]";
+    link.description = "LINK " + library().filename().string() + "  [" + m_name + "]";
     link.variant = m_name;
     link.kind = JobKind::link;
     link.argv = link_command(temp);
@@ -357,7 +410,8 @@ class CompiledVariantPlanner {
     link.key = hash_key({"link-v1", util::shell_join(link.argv), m_tc.identity()});
     link.cacheable = true;
     link.tool_identity =
-        m_cxx_identity + " | torch " + m_tc.torch.version_string + " " + m_tc.torch.git_version +
+        m_cxx_identity +
+        (tvm_ffi() ? std::string() : " | torch " + m_tc.torch.version_string + " " + m_tc.torch.git_version) +
         (m_variant.backend == config::Backend::cuda ? " | cudart " + m_tc.cuda->version.major_minor() : "");
     link.path_roots = m_roots;
     return graph.add(std::move(link));
@@ -366,10 +420,12 @@ class CompiledVariantPlanner {
   Result<layout::InstallSpec> install_spec() const {
     layout::InstallSpec spec;
     spec.variant_dir = m_request.output_dir / m_name;
-    spec.package_dir = m_request.kernel_dir / "torch-ext" / m_config.general.python_name();
+    spec.package_dir = m_request.kernel_dir / m_config.package_dir();
     spec.python_files = layout::select_python_files(m_request.package_files, m_config.torch.pyext, false);
     spec.library = library();
-    KB_TRY_ASSIGN(spec.ops_py, layout::render_template("torch/_ops.py.in", {{"OPS_NAME", m_ops}}));
+    spec.library_name = library().filename().string();
+    KB_TRY_ASSIGN(spec.ops_py, layout::render_template(tvm_ffi() ? "tvm_ffi/_ops.py.in" : "torch/_ops.py.in",
+                                                       {{"OPS_NAME", m_ops}}));
     spec.metadata = layout::metadata_for(m_config, m_variant.backend, m_ops);
     if (m_variant.backend == config::Backend::cuda)
       spec.metadata.archs = variant_cuda_archs(m_config, m_tc.cuda->version);
@@ -380,6 +436,7 @@ class CompiledVariantPlanner {
       gate.machine = m_variant.cpu;
       gate.options.manylinux = m_request.manylinux;
       if (m_variant.kind == Variant::Kind::stable_abi) gate.options.torch_stable_abi = m_variant.torch;
+      gate.options.tvm_ffi = tvm_ffi();
       gate.objects = m_objects;
       gate.work_dir = m_request.work_dir;
       spec.gate = std::move(gate);
@@ -397,7 +454,7 @@ class CompiledVariantPlanner {
   const fs::path m_generated;
   const size_t m_generate_job;
   const VariantFlags m_flags;
-  const std::string m_cxx_identity;
+  std::string m_cxx_identity;
   std::vector<std::pair<std::string, fs::path>> m_roots;
   std::vector<fs::path> m_objects;
   std::vector<size_t> m_object_jobs;
@@ -409,7 +466,7 @@ Result<void> plan_noarch_variant(const PlanRequest& request, const VariantBuild&
   config::Backend backend = build.variant.backend;
   layout::InstallSpec spec;
   spec.variant_dir = request.output_dir / name;
-  spec.package_dir = request.kernel_dir / "torch-ext" / config.general.python_name();
+  spec.package_dir = request.kernel_dir / config.package_dir();
   spec.python_files = layout::select_python_files(request.package_files, config.noarch.pyext, true);
   KB_TRY_ASSIGN(spec.ops_py,
                 layout::render_template("torch/noarch/_ops.py.in", {{"PYTHON_NAME", config.general.python_name()},
@@ -450,6 +507,8 @@ Result<JobGraph> plan_build(const PlanRequest& request) {
       KB_TRY(plan_noarch_variant(request, build, graph));
     } else {
       if (!build.toolchain) return fail("internal error: variant " + build.variant.name() + " has no toolchain");
+      if (build.variant.kind == Variant::Kind::tvm_ffi && !request.tvm_ffi)
+        return fail("internal error: variant " + build.variant.name() + " is planned without tvm-ffi");
       KB_TRY(CompiledVariantPlanner(request, build, generate_job).plan(graph));
     }
   }

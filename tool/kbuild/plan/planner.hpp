@@ -48,6 +48,10 @@ struct PlanRequest {
   std::string manylinux = "manylinux_2_28";
   /// The header libraries of build.toml dependencies (CUTLASS), by dependency name, provisioned.
   std::map<std::string, toolchain::HeaderLibrary> header_libraries;
+  /// libkbuild_stdcxx_compat.a (toolchain/stdcxx_compat.hpp), linked privately before libstdc++.so.6.
+  std::optional<fs::path> stdcxx_compat;
+  /// apache-tvm-ffi, provisioned, when the kernel is a tvm-ffi kernel.
+  std::optional<toolchain::TvmFfiInstall> tvm_ffi;
   /// Off only where the compiler is a fake that produces no ELF (unit tests of the build use case).
   bool gate_libraries = true;
 };

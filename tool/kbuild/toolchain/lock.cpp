@@ -40,7 +40,7 @@ Result<LockFile> LockFile::parse(std::string_view text, const std::string& file_
     return bad(std::string("not valid JSON (") + e.what() + ")");
   }
   if (!j.is_object() || j.value("version", 0) != 1) return bad("unsupported lock file version");
-  static const std::regex k_name(R"(^(torch|cuda|cutlass)-\d+\.\d+$)");
+  static const std::regex k_name(R"(^(torch|cuda|cutlass|tvm-ffi)-\d+\.\d+$)");
   static const std::regex k_sha(R"(^[0-9a-f]{64}$)");
   LockFile lock;
   lock.python_tag = j.value("python-tag", "cp312");

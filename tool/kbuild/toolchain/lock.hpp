@@ -11,9 +11,12 @@
 //       "cuda-13.2": [ {"package": "nvidia-cuda-nvcc", "version": "13.2.86",
 //                       "file": "nvidia_cuda_nvcc-13.2.86-py3-none-manylinux...whl",
 //                       "sha256": "<64 hex>"}, ... ],    // nvcc, nvvm, crt, runtime, cccl
-//       "torch-2.15": [ {"package": "torch", "version": "2.15.0", "file": "...", "sha256": "..."} ]
+//       "torch-2.15": [ {"package": "torch", "version": "2.15.0", "file": "...", "sha256": "..."} ],
+//       "cutlass-3.6": [ {"package": "nvidia-cutlass", ...} ],   // build.toml depends = ["cutlass_3_6"]
+//       "tvm-ffi-0.1": [ {"package": "apache-tvm-ffi", ...} ]    // tvm-ffi kernels
 //     }
 //   }
+// Names are <component>-<major.minor> with component torch, cuda, cutlass or tvm-ffi.
 
 #include <map>
 #include <optional>

@@ -45,6 +45,13 @@ std::optional<std::pair<std::string, util::Version>> provided_dependency(const s
   return std::nullopt;
 }
 
+// What a tvm-ffi kernel compiles and links against: the headers and the shared library (not the
+// Python extension, which is CPython-specific).
+std::optional<std::string> tvm_ffi_wheel_entry(const std::string& name) {
+  if (name.starts_with("tvm_ffi/include/") || name == "tvm_ffi/lib/libtvm_ffi.so") return name;
+  return std::nullopt;
+}
+
 // The headers of nvidia-cutlass: CUTLASS/CuTe and the tools/util headers kernels include.
 std::optional<std::string> cutlass_wheel_entry(const std::string& name) {
   if (name.starts_with("cutlass_library/source/include/") ||
@@ -176,6 +183,9 @@ Result<std::vector<LockedArtifact>> Provisioner::artifacts(const std::string& co
   } else if (component == "cutlass") {
     KB_TRY_ASSIGN(auto artifact, resolve("nvidia-cutlass", spec, false));
     artifacts.push_back(artifact);
+  } else if (component == "tvm-ffi") {
+    KB_TRY_ASSIGN(auto artifact, resolve("apache-tvm-ffi", spec, true));  // a CPython-specific wheel
+    artifacts.push_back(artifact);
   } else {
     if (major_minor.major() < 13)
       return fail(toolchain_error(
@@ -276,6 +286,22 @@ Result<HeaderLibrary> Provisioner::header_library(const std::string& dependency)
   library.include_dirs = {root / "cutlass_library/source/include", root / "cutlass_library/source/tools/util/include"};
   library.origin = "wheel:" + wheel.file;
   return library;
+}
+
+Result<TvmFfiInstall> Provisioner::tvm_ffi(const util::Version& series) {
+  KB_TRY_ASSIGN(auto artifacts, this->artifacts("tvm-ffi", series));
+  const LockedArtifact& wheel = artifacts.front();
+  fs::path root = m_options.cache.toolchains() / ("tvm-ffi-" + wheel.version + "-" + wheel.sha256.substr(0, 12));
+  KB_TRY(unpack_wheel(wheel, root, tvm_ffi_wheel_entry, "headers and libtvm_ffi.so", "tvm_ffi/lib/libtvm_ffi.so"));
+  if (!m_fs.stat(root / "tvm_ffi/include/tvm/ffi/function.h").is_file)
+    return fail(toolchain_error(wheel.file + " has no tvm/ffi headers; is it the right wheel?"));
+  TvmFfiInstall install;
+  install.version = wheel.version;
+  install.root = root;
+  install.include_dir = root / "tvm_ffi/include";
+  install.lib_dir = root / "tvm_ffi/lib";
+  install.origin = "wheel:" + wheel.file;
+  return install;
 }
 
 Result<void> Provisioner::verify_toolkit(const CudaToolkit& cuda) {

@@ -60,6 +60,9 @@ class Provisioner {
   /// NVIDIA's nvidia-cutlass wheel, pinned in kbuild.lock like the toolchains.
   Result<HeaderLibrary> header_library(const std::string& dependency);
 
+  /// apache-tvm-ffi <series>.x from PyPI, pinned in kbuild.lock as tvm-ffi-<series>, for tvm-ffi kernels.
+  Result<TvmFfiInstall> tvm_ffi(const util::Version& series);
+
   /// Whether artifacts() added anything to the lock.
   bool lock_changed() const { return m_lock_changed; }
 
@@ -96,6 +99,8 @@ bool toolchain_complete(const util::FileSystem& fs, const std::filesystem::path&
 
 /// Which entries of a Torch wheel a build needs, mapped to their place under the install root.
 std::optional<std::string> torch_wheel_entry(const std::string& name);
+/// Which entries of an apache-tvm-ffi wheel a tvm-ffi kernel's build needs.
+std::optional<std::string> tvm_ffi_wheel_entry(const std::string& name);
 /// Which entries of an NVIDIA CUDA wheel form the toolkit ("nvidia/cu13/bin/nvcc" -> "bin/nvcc").
 std::optional<std::string> cuda_wheel_entry(const std::string& name);
 

@@ -40,6 +40,21 @@ struct HeaderLibrary {
   std::string origin;                  ///< "wheel:<file>"
 };
 
+/// apache-tvm-ffi for tvm-ffi kernels: its headers (tvm/ffi, dlpack) and libtvm_ffi.so, unpacked from
+/// the PyPI wheel pinned in kbuild.lock as tvm-ffi-<major.minor>.
+struct TvmFfiInstall {
+  std::string version;   ///< the wheel's version, e.g. "0.1.9"
+  fs::path root;         ///< the unpacked files (mapped to /tvm-ffi in objects)
+  fs::path include_dir;  ///< tvm/ffi/... and dlpack/dlpack.h
+  fs::path lib_dir;      ///< libtvm_ffi.so
+  std::string origin;    ///< "wheel:<file>"
+};
+
+/// The tvm-ffi series kbuild builds against (the variant name's tvm-ffi<MA><MI>; kernel-builder pins
+/// 0.1.9). The `kernels` loader takes a tvm-ffi variant only where the installed tvm_ffi has this
+/// major.minor.
+inline const util::Version k_tvm_ffi_series({0, 1});
+
 struct CudaToolkit {
   util::Version version;  ///< nvcc's release, e.g. 13.0.88
   fs::path root;          ///< contains bin/nvcc

@@ -1,0 +1,178 @@
+#include "kbuild/toolchain/stdcxx_compat.hpp"
+
+#include <regex>
+
+#include "kbuild/util/hash.hpp"
+#include "kbuild/util/strings.hpp"
+#include "kbuild/util/version.hpp"
+
+namespace kbuild::toolchain {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* k_archive_name = "libkbuild_stdcxx_compat.a";
+constexpr const char* k_rules_version = "stdcxx-compat-v1";
+
+// Why a global of a candidate member (other than its newer symbols) cannot have a private copy, or
+// nullopt when a copy is harmless: code, read-only data, vtables and type information (compared by
+// name across libraries), unwinder references, and constant tables local to a function.
+std::optional<std::string> copy_hazard(const std::string& symbol, char type) {
+  static const std::regex k_shared_state(
+      R"(^(__cxa_|__gxx_personality|_ITM_|_ZGT|_ZGV)|2idE$|_S_empty_rep_storage|_Sp_make_shared_tag)");
+  if (std::regex_search(symbol, k_shared_state)) return symbol + " has identity or shared state";
+  if (type == 'T' || type == 'W' || type == 'i' || type == 'R') return std::nullopt;
+  static const std::regex k_type_data(R"(^(_ZT[VISTC]|DW\.ref\.))");
+  if ((type == 'V' || type == 'D' || type == 'd') && std::regex_search(symbol, k_type_data)) return std::nullopt;
+  if ((type == 'V' || type == 'u') && (symbol.starts_with("_ZZ") || symbol.ends_with("4nposE"))) return std::nullopt;
+  return symbol + " is data of type " + std::string(1, type);
+}
+
+struct Scratch {
+  util::FileSystem& fs;
+  fs::path path;
+  Scratch(util::FileSystem& f, const fs::path& parent) : fs(f), path(util::temp_sibling(parent / "stdcxx-compat")) {
+    (void)fs.make_dirs(path);
+  }
+  ~Scratch() { (void)fs.remove_all(path); }
+};
+
+Result<std::string> run_tool(util::ProcessLauncher& launcher, const std::vector<std::string>& argv,
+                             const std::optional<fs::path>& cwd = std::nullopt) {
+  util::ProcessOptions options;
+  options.cwd = cwd;
+  KB_TRY_ASSIGN(util::ProcessResult result, launcher.run(argv, options));
+  if (result.exit_code != 0)
+    return fail(argv.front() + " failed (exit " + std::to_string(result.exit_code) +
+                    "): " + std::string(util::trim(result.err)),
+                "kbuild needs binutils (nm, objcopy, ar) next to the compiler", ExitCode::toolchain);
+  return result.out;
+}
+
+}  // namespace
+
+std::map<std::string, ArchiveMember> parse_archive_symbols(const std::string& nm_output) {
+  std::map<std::string, ArchiveMember> members;
+  for (const auto& line : util::split(nm_output, '\n')) {
+    size_t open = line.rfind("[", line.find("]: "));
+    size_t close = line.find("]: ");
+    if (open == std::string::npos || close == std::string::npos || close < open) continue;
+    std::string member = line.substr(open + 1, close - open - 1);
+    auto fields = util::split(std::string(util::trim(line.substr(close + 3))), ' ');
+    if (fields.size() < 2 || fields[0].empty() || fields[1].size() != 1) continue;
+    ArchiveMember& entry = members[member];
+    entry.name = member;
+    if (fields[1] == "U" || fields[1] == "w" || fields[1] == "v")
+      entry.undefined.insert(fields[0]);
+    else
+      entry.defined[fields[0]] = fields[1][0];
+  }
+  return members;
+}
+
+std::set<std::string> newer_glibcxx_symbols(const std::string& nm_output, const std::string& glibcxx_max) {
+  const auto limit = util::Version::parse(glibcxx_max);
+  std::map<std::string, bool> all_newer;  // symbol -> every version it is exported in is newer
+  static const std::regex k_versioned(R"(^([^@\s]+)@@?([A-Z]+)_([0-9.]+)$)");
+  for (const auto& line : util::split(nm_output, '\n')) {
+    std::string name = util::split(std::string(util::trim(line)), ' ').front();
+    std::smatch match;
+    if (!std::regex_match(name, match, k_versioned)) continue;
+    auto version = util::Version::parse(match[3].str());
+    bool newer = match[2].str() == "GLIBCXX" && version && limit && *version > *limit;
+    auto [it, inserted] = all_newer.emplace(match[1].str(), newer);
+    if (!inserted) it->second = it->second && newer;
+  }
+  std::set<std::string> out;
+  for (const auto& [symbol, newer] : all_newer)
+    if (newer) out.insert(symbol);
+  return out;
+}
+
+std::vector<CompatMember> select_compat_members(const std::map<std::string, ArchiveMember>& members,
+                                                const std::set<std::string>& newer,
+                                                std::map<std::string, std::string>* refused) {
+  std::vector<CompatMember> out;
+  for (const auto& [name, member] : members) {
+    bool candidate = false;
+    for (const auto& [symbol, type] : member.defined) candidate = candidate || newer.count(symbol) > 0;
+    if (!candidate) continue;
+    CompatMember compat{name, {}};
+    std::optional<std::string> hazard;
+    for (const auto& [symbol, type] : member.defined) {
+      if (newer.count(symbol)) continue;
+      if (!hazard) hazard = copy_hazard(symbol, type);
+      compat.localize.push_back(symbol);
+    }
+    if (hazard) {
+      if (refused) (*refused)[name] = *hazard;
+      continue;
+    }
+    out.push_back(std::move(compat));
+  }
+  return out;
+}
+
+Result<std::optional<fs::path>> prepare_stdcxx_compat(util::ProcessLauncher& launcher, util::FileSystem& fs,
+                                                      const util::CacheLayout& cache, const std::string& cxx) {
+  KB_TRY_ASSIGN(std::string archive_out, run_tool(launcher, {cxx, "-print-file-name=libstdc++.a"}));
+  KB_TRY_ASSIGN(std::string shared_out, run_tool(launcher, {cxx, "-print-file-name=libstdc++.so.6"}));
+  fs::path archive(std::string(util::trim(archive_out)));
+  fs::path shared(std::string(util::trim(shared_out)));
+  // Without a directory the compiler did not find the file.
+  if (!archive.has_parent_path() || !shared.has_parent_path() || !fs.stat(archive).is_file || !fs.stat(shared).exists)
+    return std::optional<fs::path>();
+  KB_TRY_ASSIGN(std::string archive_sha, util::sha256_file_hex(fs, archive));
+  KB_TRY_ASSIGN(std::string shared_sha, util::sha256_file_hex(fs, shared));
+  util::Hasher hasher;
+  hasher.field(k_rules_version).field(archive_sha).field(shared_sha);
+  const fs::path dir = cache.toolchains() / ("stdcxx-compat-" + hasher.finish_hex().substr(0, 12));
+  const fs::path library = dir / k_archive_name;
+  if (fs.stat(dir / ".complete").is_file)
+    return fs.stat(library).is_file ? std::optional<fs::path>(library) : std::optional<fs::path>();
+
+  KB_TRY(fs.make_dirs(cache.temp()));
+  Scratch scratch(fs, cache.temp());
+  KB_TRY_ASSIGN(std::string shared_symbols, run_tool(launcher, {"nm", "-D", "--defined-only", "--with-symbol-versions",
+                                                                "--format=posix", shared.string()}));
+  KB_TRY_ASSIGN(std::string archive_symbols,
+                run_tool(launcher, {"nm", "-A", "-g", "--format=posix", archive.string()}));
+  auto selected =
+      select_compat_members(parse_archive_symbols(archive_symbols), newer_glibcxx_symbols(shared_symbols, "3.4.24"));
+  std::vector<std::string> kept;
+  for (const auto& member : selected) {
+    KB_TRY(run_tool(launcher, {"ar", "x", archive.string(), member.name}, scratch.path));
+    fs::path list = scratch.path / (member.name + ".localize");
+    KB_TRY(fs.write_file_atomic(list, util::join(member.localize, "\n") + "\n"));
+    std::string private_copy = "compat-" + member.name;
+    KB_TRY(run_tool(launcher, {"objcopy", "--localize-symbols=" + list.string(), member.name, private_copy},
+                    scratch.path));
+    // Kept only if it links on its own: what it needs comes from libstdc++.so.6 and the C library.
+    auto linked =
+        launcher.run({cxx, "-shared", "-o", (scratch.path / "check.so").string(),
+                      (scratch.path / private_copy).string(), "-Wl,--no-undefined", "-l:libstdc++.so.6", "-lm"});
+    if (linked && linked->exit_code == 0) kept.push_back(private_copy);
+  }
+  fs::path staging = util::temp_sibling(dir);
+  KB_TRY(fs.make_dirs(staging));
+  if (!kept.empty()) {
+    std::vector<std::string> argv = {"ar", "rcsD", k_archive_name};
+    argv.insert(argv.end(), kept.begin(), kept.end());
+    KB_TRY(run_tool(launcher, argv, scratch.path));
+    KB_TRY(fs.rename(scratch.path / k_archive_name, staging / k_archive_name));
+  }
+  KB_TRY(fs.write_file_atomic(staging / ".complete", util::join(kept, "\n") + "\n"));
+  if (fs.stat(dir / ".complete").is_file) {  // another build finished first: its result is the same
+    (void)fs.remove_all(staging);
+    return fs.stat(library).is_file ? std::optional<fs::path>(library) : std::optional<fs::path>();
+  }
+  (void)fs.remove_all(dir);
+  if (auto moved = fs.rename(staging, dir); !moved) {
+    (void)fs.remove_all(staging);
+    if (!fs.stat(dir / ".complete").is_file) return fail(moved.error());  // else another build won the race
+  }
+  return kept.empty() ? std::optional<fs::path>() : std::optional<fs::path>(library);
+}
+
+}  // namespace kbuild::toolchain
