@@ -20,3 +20,24 @@ extern "C" void* kbuild_dlsym_baseline(void* handle, const char* symbol);
 extern "C" __attribute__((visibility("hidden"))) void* __wrap_dlsym(void* handle, const char* symbol) {
   return kbuild_dlsym_baseline(handle, symbol);
 }
+
+// GCC 13's <iostream> makes every translation unit that includes it reference
+// std::ios_base_library_init() (GLIBCXX_3.4.32), which has libstdc++ initialise std::cout and friends.
+// Older libstdc++ has no such function: there each such unit held a std::ios_base::Init object. The
+// hidden definition below satisfies the reference inside the library, and the constructor and
+// destructor below do what such an object does (reference-counted, so harmless where libstdc++
+// initialises the streams itself). No libstdc++ header is included: <ios> would declare
+// __libc_single_threaded above with C linkage.
+#include <cstddef>
+#if defined(_GLIBCXX_RELEASE) && _GLIBCXX_RELEASE >= 13
+extern "C" __attribute__((visibility("hidden"))) void kbuild_ios_base_library_init() __asm__(
+    "_ZSt21ios_base_library_initv");
+extern "C" void kbuild_ios_base_library_init() {}
+// std::ios_base::Init::Init() and ~Init() (old versions, GLIBCXX_3.4), called on an object of the
+// class's size (1: it has no data members).
+extern "C" void kbuild_ios_init_construct(void* self) __asm__("_ZNSt8ios_base4InitC1Ev");
+extern "C" void kbuild_ios_init_destroy(void* self) __asm__("_ZNSt8ios_base4InitD1Ev");
+static char kbuild_ios_init_object;
+__attribute__((constructor)) static void kbuild_ios_init() { kbuild_ios_init_construct(&kbuild_ios_init_object); }
+__attribute__((destructor)) static void kbuild_ios_fini() { kbuild_ios_init_destroy(&kbuild_ios_init_object); }
+#endif
