@@ -185,6 +185,13 @@ print(kernel.axpy(torch.ones(6), x, 2.0).tolist(), Path(kernel.__file__).parent.
     (only,) = json.loads(tested.stdout)
     assert only["status"] == "passed" and only["tests"] >= 1, only
 
+    # The matrix: one tvm-ffi variant per compute, no Torch; `toolchains lock --update` keeps the pin.
+    listed = json.loads(run_kbuild("variants", kernel, "--json").stdout)
+    assert {v["name"] for v in listed["variants"]} >= {CPU_VARIANT, CUDA_VARIANT}, listed
+    assert all(v["torch"] is None for v in listed["variants"]), listed
+    run_kbuild("toolchains", "lock", kernel, "--update", "--python", PYTHON, timeout=600)
+    assert "tvm-ffi-0.1" in json.loads((kernel / "kbuild.lock").read_text())["toolchains"]
+
     # A no-op rebuild runs nothing; the pin is reused with --locked.
     again = run_kbuild(*build_args(kernel, "--locked"))
     assert "CXX" not in again.stdout and "LINK" not in again.stdout, again.stdout

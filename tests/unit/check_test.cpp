@@ -64,17 +64,24 @@ TEST(Check, StableAbiVariantsMayUseOnlyTorchsStableApi) {
   elf.dynamic_symbols.push_back({"_ZN5torch6stable6detail9to_ivalueEv", "", false, true, true});
   elf.dynamic_symbols.push_back({"_ZN3c105ErrorD2Ev", "", false, true, true});  // c10::Error::~Error()
   elf.dynamic_symbols.push_back({"_ZN2at4_ops4relu4callERKNS_6TensorE", "", false, true, true});
-  elf.dynamic_symbols.push_back({"_ZN3c104HalfC2Ef", "", true, true, true});  // defined here: fine
+  elf.dynamic_symbols.push_back({"_ZN3c104HalfC2Ef", "", true, true, true});    // defined here: fine
+  elf.dynamic_symbols.push_back({"_ZTIN3c105ErrorE", "", false, false, true});  // typeinfo for c10::Error
+  elf.dynamic_symbols.push_back({"_ZN3c103fooIiEEiv", "", false, true, true});  // int c10::foo<int>()
+  elf.dynamic_symbols.push_back({"_ZNK6caffe28TypeMeta4nameEv", "", false, true, true});
+  elf.dynamic_symbols.push_back({"_ZNSt6vectorIiSaIiEE9push_backEOi", "", false, true, true});  // std: fine
   CheckOptions stable;
   stable.torch_stable_abi = kbuild::util::Version({2, 11});
   auto issues = check_library(elf, "v/x.so", "_k_cuda_abc", "x86_64", stable);
-  ASSERT_EQ(issues.size(), 2u) << messages(issues);
+  ASSERT_EQ(issues.size(), 5u) << messages(issues);
   EXPECT_NE(issues[0].message.find("uses c10::Error::~Error(), which is not in Torch's stable ABI"), std::string::npos)
       << issues[0].message;
   EXPECT_NE(issues[0].message.find("torch-stable-abi211 variants must load with any Torch >= 2.11"), std::string::npos);
   EXPECT_EQ(issues[0].rule, CheckIssue::Rule::stable_abi);
   EXPECT_EQ(issues[0].symbol, "_ZN3c105ErrorD2Ev");
   EXPECT_NE(issues[1].message.find("at::_ops::relu::call"), std::string::npos) << issues[1].message;
+  EXPECT_NE(issues[2].message.find("typeinfo for c10::Error"), std::string::npos) << issues[2].message;
+  EXPECT_NE(issues[3].message.find("int c10::foo<int>()"), std::string::npos) << issues[3].message;
+  EXPECT_NE(issues[4].message.find("caffe2::TypeMeta::name() const"), std::string::npos) << issues[4].message;
   // The same library is fine as a Torch-version variant.
   EXPECT_EQ(messages(check_library(elf, "v/x.so", "_k_cuda_abc", "x86_64", {})), "");
 }

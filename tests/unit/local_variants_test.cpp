@@ -49,3 +49,23 @@ TEST(LocalVariants, ATorchOlderThanTheStableAbiIsKernelBuildersVerdict) {
       << refused.error().message;
   EXPECT_NE(refused.error().hint.find("--python"), std::string::npos);
 }
+
+TEST(LocalVariants, ATvmFfiKernelNeedsNoTorchAndSkipsBackendsWithoutComponents) {
+  auto outcome = config::parse_build_toml(
+      "[general]\nname = \"kk\"\nversion = 1\nedition = 5\nlicense = \"MIT\"\nbackends = [\"cpu\", \"cuda\"]\n"
+      "\n[tvm-ffi]\nsrc = [\"b.cpp\"]\n\n[kernel.c]\nbackend = \"cpu\"\ndepends = []\nsrc = [\"c.cpp\"]\n",
+      "build.toml");
+  ASSERT_TRUE(outcome.config) << config::format_diagnostics(outcome.diagnostics);
+  toolchain::Toolchain no_torch;  // a probe without Torch
+  no_torch.cxx.machine = "x86_64-linux-gnu";
+  no_torch.cuda = toolchain::CudaToolkit{};
+  no_torch.cuda->version = util::Version({13, 0, 88});
+  std::vector<std::string> warnings;
+  auto builds =
+      build::select_local_variants(*outcome.config, no_torch, {}, [&](const std::string& w) { warnings.push_back(w); });
+  ASSERT_TRUE(builds) << builds.error().message;
+  ASSERT_EQ(builds->size(), 1u);
+  EXPECT_EQ(builds->front().variant.name(), "tvm-ffi01-cpu-x86_64-linux");
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("no component for the cuda backend"), std::string::npos) << warnings[0];
+}

@@ -2,8 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include "kbuild/toolchain/provision.hpp"
 #include "kbuild/toolchain/stdcxx_compat.hpp"
+#include "support/fakes.hpp"
 
+using namespace kbuild;
 using namespace kbuild::toolchain;
 
 namespace {
@@ -67,4 +70,22 @@ TEST(StdcxxCompat, MembersAreKeptWithTheirOtherGlobalsLocalUnlessACopyWouldBreak
   EXPECT_NE(refused.at("locale-inst.o").find("_ZNSt8numpunctIcE2idE has identity or shared state"), std::string::npos);
   // Members without newer symbols are not candidates at all.
   EXPECT_FALSE(refused.count("memory_resource.o") || refused.count("string-inst.o"));
+}
+
+TEST(InstallCompleteDir, NeverReplacesAnotherProcesssCompleteResult) {
+  fakes::MemFileSystem fs;
+  // Another process finished first: its directory is kept, ours dropped.
+  fs.put("/c/t/dir/.complete", "theirs\n");
+  fs.put("/c/t/dir/lib.a", "theirs");
+  fs.put("/c/t/staging/.complete", "ours\n");
+  ASSERT_TRUE(install_complete_dir(fs, "/c/t/staging", "/c/t/dir"));
+  EXPECT_EQ(fs.content("/c/t/dir/lib.a"), "theirs");
+  EXPECT_FALSE(fs.stat("/c/t/staging").exists);
+  // A crashed run's incomplete directory is replaced.
+  fs.put("/c/t/half/lib.a", "partial");
+  fs.put("/c/t/staging2/.complete", "ours\n");
+  fs.put("/c/t/staging2/lib.a", "ours");
+  ASSERT_TRUE(install_complete_dir(fs, "/c/t/staging2", "/c/t/half"));
+  EXPECT_EQ(fs.content("/c/t/half/lib.a"), "ours");
+  EXPECT_TRUE(toolchain_complete(fs, "/c/t/half"));
 }

@@ -223,3 +223,31 @@ TEST_F(TestVariantsFixture, StableAbiVariantsRunWithTheirOldestTorchOrTheOneAske
   ASSERT_TRUE(older);
   EXPECT_EQ(older->front().reason, "the variant needs Torch 2.15 or newer; Torch 2.11.0+cu130 cannot load it");
 }
+
+TEST_F(TestVariantsFixture, TvmFfiVariantsNeedTvmFfiOfTheirSeries) {
+  const std::string tvm = "tvm-ffi01-cpu-x86_64-linux";
+  fs.put("/k/build/" + tvm + "/metadata.json", "{}");
+  auto only = request();
+  only.variants = {tvm};
+  auto missing = build::test_variants(only, services);  // the probe reports no tvm_ffi
+  ASSERT_TRUE(missing) << missing.error().message;
+  EXPECT_EQ(missing->front().status, build::VariantTestResult::Status::not_tested);
+  EXPECT_NE(missing->front().reason.find("apache-tvm-ffi is not installed"), std::string::npos)
+      << missing->front().reason;
+  auto base_probe = launcher.handler;
+  for (const char* version : {"0.1.15.post2", "0.2.0"}) {
+    launcher.handler = [&, version](const std::vector<std::string>& argv,
+                                    const util::ProcessOptions& options) -> std::optional<util::ProcessResult> {
+      if (argv.size() > 1 && argv[1] == "-c")
+        return util::ProcessResult{0, std::string("2.11.0+cu130 13.0 3.11 ") + version + "\n", ""};
+      return base_probe(argv, options);
+    };
+    auto result = build::test_variants(only, services);
+    ASSERT_TRUE(result);
+    if (std::string(version) == "0.2.0") {
+      EXPECT_EQ(result->front().reason, "tvm_ffi 0.2.0 here cannot load a tvm-ffi 0.1 variant");
+    } else {
+      EXPECT_EQ(result->front().status, build::VariantTestResult::Status::passed) << result->front().reason;
+    }
+  }
+}

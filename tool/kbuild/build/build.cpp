@@ -203,7 +203,8 @@ Result<BuildOutcome> build(const BuildRequest& request, BuildServices& services)
   probe.python = request.python;
   probe.cuda_home = services.env.get("CUDA_HOME");
   probe.cxx = services.env.get_or("CXX", "g++");
-  probe.need_torch = !request.matrix;
+  // A tvm-ffi kernel is compiled without Torch.
+  probe.need_torch = !request.matrix && config.framework != config::Framework::tvm_ffi;
   probe.memo_file = work_dir / (request.matrix ? "toolchain-matrix.json" : "toolchain.json");
   KB_TRY(services.fs.make_dirs(work_dir));
   KB_TRY_ASSIGN(auto lock, lock_kernel_dir(services.fs, work_dir, request.wait_for_lock,

@@ -53,18 +53,23 @@ Result<std::vector<plan::VariantBuild>> select_local_variants(const config::Kern
     std::string name = config::to_string(backend);
     bool requested = std::find(wanted.begin(), wanted.end(), name) != wanted.end();
     if (!wanted.empty() && !requested) continue;
+    const bool tvm_ffi = config.framework == config::Framework::tvm_ffi;
     config::Variant variant;
-    variant.torch = util::Version({tc.torch.version.major(), tc.torch.version.minor()});
+    if (!tvm_ffi) variant.torch = util::Version({tc.torch.version.major(), tc.torch.version.minor()});
     variant.backend = backend;
     variant.cxx11_abi = tc.torch.cxx11_abi;
     variant.cpu = config::normalize_cpu(util::split(tc.cxx.machine, '-').front());
     bool noarch = config.framework == config::Framework::torch_noarch || config.components_for(backend).empty();
+    if (noarch && tvm_ffi) {
+      // A Torch noarch variant of a tvm-ffi kernel would not load; kernel-builder builds none either.
+      warn("the tvm-ffi kernel has no component for the " + name + " backend: nothing to build for it");
+      continue;
+    }
     if (noarch) {
       variant.kind = config::Variant::Kind::noarch;
       builds.push_back({variant, nullptr});
       continue;
     }
-    const bool tvm_ffi = config.framework == config::Framework::tvm_ffi;
     if (backend == config::Backend::cuda) {
       if (!tc.cuda) {
         if (requested)

@@ -107,6 +107,11 @@ Result<std::vector<plan::VariantBuild>> provision_variants(const std::vector<pla
   return builds;
 }
 
+bool needs_tvm_ffi(const std::vector<plan::MatrixEntry>& entries) {
+  return std::any_of(entries.begin(), entries.end(),
+                     [](const plan::MatrixEntry& e) { return e.variant.kind == config::Variant::Kind::tvm_ffi; });
+}
+
 Result<void> pin_matrix_toolchains(const std::vector<plan::MatrixEntry>& entries, toolchain::Provisioner& provisioner,
                                    toolchain::LockFile& lock) {
   // Every Torch and CUDA version of the matrix is pinned, including CUDA versions this machine has,
@@ -118,6 +123,7 @@ Result<void> pin_matrix_toolchains(const std::vector<plan::MatrixEntry>& entries
     if (entry.cuda && entry.cuda->major() >= 13) cuda.insert(entry.cuda->major_minor());
   }
   for (const auto& version : torch) KB_TRY(provisioner.artifacts("torch", *util::Version::parse(version)));
+  if (needs_tvm_ffi(entries)) KB_TRY(provisioner.artifacts("tvm-ffi", toolchain::k_tvm_ffi_series));
   for (const auto& version : cuda) KB_TRY(provisioner.artifacts("cuda", *util::Version::parse(version)));
   for (auto it = lock.toolchains.begin(); it != lock.toolchains.end();) {
     std::string version = it->first.substr(it->first.find('-') + 1);
@@ -134,7 +140,11 @@ bool toolchains_present(const plan::MatrixEntry& entry, const toolchain::LockFil
                         const std::optional<toolchain::CudaToolkit>& system,
                         const std::map<std::string, std::filesystem::path>& user_cuda, const util::FileSystem& fs) {
   if (entry.variant.kind == config::Variant::Kind::noarch) return true;
-  if (entry.variant.kind != config::Variant::Kind::tvm_ffi) {
+  if (entry.variant.kind == config::Variant::Kind::tvm_ffi) {
+    const auto* tvm_ffi = lock.find(toolchain::toolchain_name("tvm-ffi", toolchain::k_tvm_ffi_series.major_minor()));
+    if (!tvm_ffi || !toolchain::toolchain_complete(fs, toolchain::tvm_ffi_toolchain_dir(cache, tvm_ffi->front())))
+      return false;
+  } else {
     const auto* torch = lock.find(toolchain::toolchain_name("torch", entry.torch.major_minor()));
     if (!torch || !toolchain::toolchain_complete(fs, toolchain::torch_toolchain_dir(cache, torch->front())))
       return false;

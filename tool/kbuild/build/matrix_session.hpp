@@ -48,6 +48,9 @@ Result<std::map<std::string, std::filesystem::path>> parse_cuda_toolkits(const s
 
 /// Pins every Torch and CUDA (13+) toolchain of `entries` in the provisioner's lock and drops the
 /// pins of toolchains they no longer use (`kbuild toolchains lock`).
+/// Whether the matrix has tvm-ffi variants (which need the tvm-ffi toolchain).
+bool needs_tvm_ffi(const std::vector<plan::MatrixEntry>& entries);
+
 Result<void> pin_matrix_toolchains(const std::vector<plan::MatrixEntry>& entries, toolchain::Provisioner& provisioner,
                                    toolchain::LockFile& lock);
 

@@ -20,30 +20,39 @@ namespace fs = std::filesystem;
 namespace {
 
 // What a Python's Torch is: "2.15.0+cu130 13.0 3.11" (the CUDA field empty for a CPU build).
+// Prints: Torch version, its CUDA version or '-', Python major.minor, tvm_ffi version or '-'.
 constexpr const char* k_probe =
-    "import sys, torch; print(torch.__version__, torch.version.cuda or '-', "
-    "f'{sys.version_info[0]}.{sys.version_info[1]}')";
+    "import sys, torch\n"
+    "try:\n    import tvm_ffi; tvm = tvm_ffi.__version__\nexcept Exception:\n    tvm = '-'\n"
+    "print(torch.__version__, torch.version.cuda or '-', f'{sys.version_info[0]}.{sys.version_info[1]}', tvm)";
 
 struct PythonTorch {
   fs::path python;
-  std::string torch;                ///< "2.15.0+cu130"
-  std::string torch_minor;          ///< "2.15"
-  std::optional<std::string> cuda;  ///< "13.0"
-  std::string python_version;       ///< "3.11"
+  std::string torch;                   ///< "2.15.0+cu130"
+  std::string torch_minor;             ///< "2.15"
+  std::optional<std::string> cuda;     ///< "13.0"
+  std::string python_version;          ///< "3.11"
+  std::optional<std::string> tvm_ffi;  ///< apache-tvm-ffi's version, when installed
 };
+
+// The release part of a Python package version: "2.9.0.dev20250801+cu130" and "2.6.0a0+ecf3bae" (NGC)
+// are 2.9.0 and 2.6.0, "0.1.15.post2" is 0.1.15.
+std::optional<util::Version> release_version(const std::string& text) {
+  std::string release = text.substr(0, text.find_first_not_of("0123456789."));
+  while (!release.empty() && release.back() == '.') release.pop_back();
+  return util::Version::parse(release);
+}
 
 std::optional<PythonTorch> probe(util::ProcessLauncher& launcher, const fs::path& python) {
   auto result = launcher.run({python.string(), "-c", k_probe});
   if (!result || result->exit_code != 0) return std::nullopt;
   auto fields = util::split(std::string(util::trim(result->out)), ' ');
-  if (fields.size() != 3) return std::nullopt;
-  // The release part only: "2.9.0.dev20250801+cu130" and "2.6.0a0+ecf3bae" (NGC) are 2.9.0 and 2.6.0.
-  std::string release = fields[0].substr(0, fields[0].find_first_not_of("0123456789."));
-  while (!release.empty() && release.back() == '.') release.pop_back();
-  auto version = util::Version::parse(release);
+  if (fields.size() != 3 && fields.size() != 4) return std::nullopt;
+  auto version = release_version(fields[0]);
   if (!version) return std::nullopt;
-  PythonTorch found{python, fields[0], version->major_minor(), std::nullopt, fields[2]};
+  PythonTorch found{python, fields[0], version->major_minor(), std::nullopt, fields[2], std::nullopt};
   if (fields[1] != "-") found.cuda = fields[1];
+  if (fields.size() == 4 && fields[3] != "-") found.tvm_ffi = fields[3];
   return found;
 }
 
@@ -219,13 +228,22 @@ Result<PythonTorch> base_python(const TestRequest& request, TestServices& servic
       {python->string(), "-c", "import sys; print(f'{sys.version_info[0]}.{sys.version_info[1]}')"});
   if (!version || version->exit_code != 0)
     return fail("\"" + request.python + "\" does not run", "pass --python /path/to/python3", ExitCode::toolchain);
-  return PythonTorch{*python, "", "", std::nullopt, std::string(util::trim(version->out))};
+  return PythonTorch{*python, "", "", std::nullopt, std::string(util::trim(version->out)), std::nullopt};
 }
 
 // Why `env` cannot load `variant`, if it cannot: a Torch variant needs its Torch version, a stable-ABI
 // variant a Torch at least as new as its version, a CUDA variant a Torch built for its CUDA.
 std::optional<std::string> unloadable_reason(const config::Variant& variant, const PythonTorch& env) {
-  if (!variant.compiled() || variant.kind == config::Variant::Kind::tvm_ffi) return std::nullopt;
+  if (!variant.compiled()) return std::nullopt;
+  if (variant.kind == config::Variant::Kind::tvm_ffi) {
+    // The loader takes a tvm-ffi variant only for a tvm_ffi of its major.minor.
+    auto installed = env.tvm_ffi ? release_version(*env.tvm_ffi) : std::nullopt;
+    if (!installed)
+      return "apache-tvm-ffi is not installed with " + env.python.string() + " (tvm-ffi variants need tvm_ffi " +
+             variant.tvm_ffi.major_minor() + "; add apache-tvm-ffi to tests/requirements.txt or to that Python)";
+    if (installed->major_minor() != variant.tvm_ffi.major_minor())
+      return "tvm_ffi " + *env.tvm_ffi + " here cannot load a tvm-ffi " + variant.tvm_ffi.major_minor() + " variant";
+  }
   auto env_minor = util::Version::parse(env.torch_minor);
   if (variant.kind == config::Variant::Kind::torch && env.torch_minor != variant.torch.major_minor())
     return "the variant is built for Torch " + variant.torch.major_minor() + "; Torch " + env.torch + " cannot load it";

@@ -67,11 +67,20 @@ Result<ExitCode> run_fetch(const ToolchainsOptions& options, Services& services)
                                      [](const std::string& line) { fmt::print("kbuild: {}\n", line); });
   std::deque<toolchain::Toolchain> storage;
   auto builds = build::provision_variants(session.all, provisioner, local, storage);
+  std::optional<toolchain::TvmFfiInstall> tvm_ffi;
+  if (builds && build::needs_tvm_ffi(session.all)) {
+    auto provided = provisioner.tvm_ffi(toolchain::k_tvm_ffi_series);
+    if (!provided)
+      builds = fail(provided.error());
+    else
+      tvm_ffi = *provided;
+  }
   if (provisioner.lock_changed()) KB_TRY(services.fs.write_file_atomic(session.lock_path, session.lock.serialize()));
   if (!builds) return fail(builds.error());
   for (const auto& tc : storage)
     fmt::print("  torch {:14} cuda {:10} ({})\n", tc.torch.version_string, tc.cuda ? tc.cuda->version.str() : "-",
                tc.cuda ? tc.cuda->origin : "cpu");
+  if (tvm_ffi) fmt::print("  tvm-ffi {} ({})\n", tvm_ffi->version, tvm_ffi->origin);
   fmt::print("toolchains of {} variants are in {}\n", builds->size(), provision.cache.toolchains().string());
   return ExitCode::ok;
 }

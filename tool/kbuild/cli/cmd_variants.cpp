@@ -68,6 +68,7 @@ Result<std::string> list_local(const VariantsOptions& options, const config::Ker
   probe.python = *options.python;
   probe.cuda_home = services.env.get("CUDA_HOME");
   probe.cxx = services.env.get_or("CXX", "g++");
+  probe.need_torch = config.framework != config::Framework::tvm_ffi;
   KB_TRY_ASSIGN(toolchain::Toolchain local, toolchain::probe_local_toolchain(services.launcher, services.fs, probe));
   KB_TRY_ASSIGN(auto variants, build::select_local_variants(config, local, {},
                                                             [&](const std::string& why) { left_out.push_back(why); }));
@@ -120,7 +121,7 @@ void register_variants(CLI::App& app, CommandAction& action) {
   cmd->add_option("kernel_dir", options->kernel_dir, "Kernel directory (contains build.toml)")->capture_default_str();
   cmd->add_flag("--json", options->json,
                 "Print JSON (always, also for an empty list): kernel, matrix, variants [name, torch, backend, "
-                "compute, cuda, toolchain (present|fetch)], left_out [reasons]");
+                "compute, cuda, stable_abi, toolchain (present|fetch)], left_out [reasons]");
   cmd->add_option("--python", options->python,
                   "List what `kbuild build --python PYTHON` builds (the local Torch and CUDA) instead of the matrix");
   cmd->add_option("--variant", options->filter.variants, "Only this variant (repeatable)");

@@ -1,5 +1,6 @@
 #include "kbuild/layout/check.hpp"
 
+#include <cctype>
 #include <map>
 #include <regex>
 
@@ -57,19 +58,43 @@ bool stable_private_symbol(const std::string& name) {
   return false;
 }
 
-// kernel-abi-check's Torch stable-ABI rule: an undefined C++ symbol of Torch (c10::, at::, torch::)
-// outside torch::stable ties the library to one Torch build. Which aoti_torch_* shim functions exist
-// in the targeted version is settled at compile time: TORCH_TARGET_VERSION hides newer ones in
-// Torch's headers.
+// The first two names of the scope of a mangled C++ symbol ("_ZN3c105ErrorD2Ev" -> {"c10", "Error"};
+// typeinfo, vtables and function templates included), or {} when it has none.
+std::vector<std::string> mangled_scope(const std::string& symbol) {
+  std::vector<std::string> names;
+  size_t at = 2;  // after "_Z"
+  if (symbol.compare(at, 1, "T") == 0 && at + 1 < symbol.size() &&
+      std::string("IVST").find(symbol[at + 1]) != std::string::npos)
+    at += 2;  // typeinfo, vtable, typeinfo name, VTT
+  if (at >= symbol.size() || symbol[at] != 'N') return names;
+  ++at;
+  while (at < symbol.size() && (symbol[at] == 'K' || symbol[at] == 'V' || symbol[at] == 'r')) ++at;
+  while (names.size() < 2 && at < symbol.size() && std::isdigit(static_cast<unsigned char>(symbol[at]))) {
+    size_t length = 0;
+    while (at < symbol.size() && std::isdigit(static_cast<unsigned char>(symbol[at])))
+      length = length * 10 + static_cast<size_t>(symbol[at++] - '0');
+    if (length == 0 || at + length > symbol.size()) break;
+    names.push_back(symbol.substr(at, length));
+    at += length;
+  }
+  return names;
+}
+
+// kernel-abi-check's Torch stable-ABI rule: an undefined C++ symbol of Torch (c10, at, torch, and
+// caffe2's TypeMeta) outside torch::stable ties the library to one Torch build. Which aoti_torch_*
+// shim functions exist in the targeted version is settled at compile time: TORCH_TARGET_VERSION
+// hides newer ones in Torch's headers.
 void check_stable_abi(const ElfInfo& elf, const std::string& where, const util::Version& stable_abi,
                       std::vector<CheckIssue>& issues) {
   for (const auto& symbol : elf.dynamic_symbols) {
     if (symbol.defined || !symbol.name.starts_with("_Z")) continue;
-    std::string name = demangle(symbol.name);
-    bool torch = name.starts_with("c10::") || name.starts_with("at::") || name.starts_with("torch::");
-    if (!torch || name.starts_with("torch::stable::") || issues.size() >= 1000) continue;
+    auto scope = mangled_scope(symbol.name);
+    if (scope.empty()) continue;
+    bool torch = scope[0] == "c10" || scope[0] == "at" || scope[0] == "torch" || scope[0] == "caffe2";
+    bool stable = scope[0] == "torch" && scope.size() > 1 && scope[1] == "stable";
+    if (!torch || stable || issues.size() >= 1000) continue;
     issues.push_back({true, where,
-                      "uses " + name + ", which is not in Torch's stable ABI (torch-stable-abi" +
+                      "uses " + demangle(symbol.name) + ", which is not in Torch's stable ABI (torch-stable-abi" +
                           config::flatten_version(stable_abi) +
                           " variants must load with any Torch >= " + stable_abi.str() + ")",
                       CheckIssue::Rule::stable_abi, symbol.name});

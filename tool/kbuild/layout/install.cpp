@@ -91,9 +91,9 @@ Result<void> gate_library(const util::FileSystem& fs, const fs::path& library, c
       : any(CheckIssue::Rule::symbol_version)
           ? "the kernels loader and kernel-abi-check reject libraries that need a newer C or C++ runtime than " +
                 gate.options.manylinux +
-                " allows, and kbuild could not link these privately (docs/build-toml.md, \"Newer libstdc++ "
-                "symbols\"): avoid those library features in the sources named; --manylinux none skips this check "
-                "for local use"
+                " allows: avoid those library features in the sources named (kbuild links newer libstdc++ symbols "
+                "privately where that is safe, docs/build-toml.md \"Newer libstdc++ symbols\"; C library symbols "
+                "never); --manylinux none skips this check for local use"
           : "see docs/cli.md, kbuild check, for each rule";
   return fail(message + "\n  hint: " + hint, "", ExitCode::failure);
 }

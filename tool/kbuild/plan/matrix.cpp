@@ -33,6 +33,10 @@ std::vector<MatrixEntry> expand_matrix(const config::KernelConfig& config, const
   bool noarch_framework = config.framework == config::Framework::torch_noarch;
   for (config::Backend backend : config.general.backends) {
     bool has_components = !config.components_for(backend).empty();
+    if (config.framework == config::Framework::tvm_ffi && !has_components) {
+      note(config::to_string(backend) + ": the tvm-ffi kernel has no component for this backend");
+      continue;
+    }
     if (noarch_framework || !has_components) {
       MatrixEntry entry;
       entry.variant.kind = Variant::Kind::noarch;
@@ -144,8 +148,15 @@ Result<std::vector<MatrixEntry>> filter_matrix(const std::vector<MatrixEntry>& e
     }
     out.push_back(entry);
   }
+  bool any_torch = std::any_of(entries.begin(), entries.end(), [](const MatrixEntry& e) {
+    return e.variant.kind == Variant::Kind::torch || e.variant.kind == Variant::Kind::stable_abi;
+  });
   if (out.empty())
-    return fail("no variant of the matrix matches the filters", "kbuild variants lists the matrix", ExitCode::usage);
+    return fail("no variant of the matrix matches the filters",
+                !filter.torch.empty() && !any_torch
+                    ? "this kernel's variants (tvm-ffi or noarch) have no Torch version: drop --torch"
+                    : "kbuild variants lists the matrix",
+                ExitCode::usage);
   return out;
 }
 

@@ -364,6 +364,10 @@ class CompiledVariantPlanner {
       for (const std::string& arg :
            {"-L" + m_request.tvm_ffi->lib_dir.string(), std::string("-Wl,--as-needed"), std::string("-ltvm_ffi")})
         link.push_back(arg);
+      // The shared CUDA runtime, as Torch variants link it: the static one, CMake's default, binds its
+      // pthread and dl calls to glibc 2.34 versions on a current build machine (beyond manylinux_2_28).
+      // So libcudart.so must be loadable where the variant runs (a CUDA install, or NVIDIA's runtime
+      // wheel loaded first, as Torch and JAX's CUDA plugin do).
       if (cuda)
         for (const std::string& arg : {"-L" + m_tc.cuda->lib_dir.string(), std::string("-lcudart")})
           link.push_back(arg);
@@ -390,6 +394,7 @@ class CompiledVariantPlanner {
   void add_runtime_and_flags(std::vector<std::string>& link) const {
     add_stdcxx_compat(link);
     link.push_back("-l:libstdc++.so.6");
+    link.push_back("-ldl");  // glibc < 2.34 keeps dlsym in libdl (dropped by --as-needed elsewhere)
     for (const char* flag :
          {"-Wl,--no-as-needed", "-Wl,--wrap=dlsym", "-Wl,-O1", "-Wl,-z,noexecstack", "-Wl,--build-id=sha1"})
       link.push_back(flag);
@@ -412,7 +417,9 @@ class CompiledVariantPlanner {
     link.tool_identity =
         m_cxx_identity +
         (tvm_ffi() ? std::string() : " | torch " + m_tc.torch.version_string + " " + m_tc.torch.git_version) +
-        (m_variant.backend == config::Backend::cuda ? " | cudart " + m_tc.cuda->version.major_minor() : "");
+        (m_variant.backend == config::Backend::cuda ? " | cudart " + m_tc.cuda->version.major_minor() : "") +
+        // The archive's directory is named after the libstdc++ it came from and kbuild's rules.
+        (m_request.stdcxx_compat ? " | " + m_request.stdcxx_compat->parent_path().filename().string() : "");
     link.path_roots = m_roots;
     return graph.add(std::move(link));
   }

@@ -28,6 +28,26 @@ bool toolchain_complete(const util::FileSystem& fs, const std::filesystem::path&
   return fs.stat(dir / ".complete").is_file;
 }
 
+fs::path tvm_ffi_toolchain_dir(const util::CacheLayout& cache, const LockedArtifact& wheel) {
+  return cache.toolchains() / ("tvm-ffi-" + wheel.version + "-" + wheel.sha256.substr(0, 12));
+}
+
+Result<void> install_complete_dir(util::FileSystem& fs, const fs::path& staging, const fs::path& dir) {
+  if (!toolchain_complete(fs, dir) && fs.stat(dir).exists) {
+    fs::path aside = util::temp_sibling(dir);
+    if (fs.rename(dir, aside)) (void)fs.remove_all(aside);
+  }
+  if (toolchain_complete(fs, dir)) {
+    (void)fs.remove_all(staging);
+    return {};
+  }
+  if (auto moved = fs.rename(staging, dir); !moved) {
+    (void)fs.remove_all(staging);
+    if (!toolchain_complete(fs, dir)) return fail(moved.error());  // else another process won the race
+  }
+  return {};
+}
+
 std::optional<std::string> torch_wheel_entry(const std::string& name) {
   if (name.starts_with("torch/include/") || name.starts_with("torch/share/cmake/") || name == "torch/version.py")
     return name;
@@ -257,8 +277,7 @@ Result<void> Provisioner::unpack_wheel(const LockedArtifact& wheel, const fs::pa
                  : fail(stats.error());
   }
   KB_TRY(m_fs.write_file_atomic(staging / ".complete", wheel.file + " " + wheel.sha256 + "\n"));
-  (void)m_fs.remove_all(root);
-  return m_fs.rename(staging, root);
+  return install_complete_dir(m_fs, staging, root);
 }
 
 Result<TorchInstall> Provisioner::torch(const util::Version& major_minor) {
@@ -291,7 +310,7 @@ Result<HeaderLibrary> Provisioner::header_library(const std::string& dependency)
 Result<TvmFfiInstall> Provisioner::tvm_ffi(const util::Version& series) {
   KB_TRY_ASSIGN(auto artifacts, this->artifacts("tvm-ffi", series));
   const LockedArtifact& wheel = artifacts.front();
-  fs::path root = m_options.cache.toolchains() / ("tvm-ffi-" + wheel.version + "-" + wheel.sha256.substr(0, 12));
+  fs::path root = tvm_ffi_toolchain_dir(m_options.cache, wheel);
   KB_TRY(unpack_wheel(wheel, root, tvm_ffi_wheel_entry, "headers and libtvm_ffi.so", "tvm_ffi/lib/libtvm_ffi.so"));
   if (!m_fs.stat(root / "tvm_ffi/include/tvm/ffi/function.h").is_file)
     return fail(toolchain_error(wheel.file + " has no tvm/ffi headers; is it the right wheel?"));
@@ -358,8 +377,7 @@ Result<CudaToolkit> Provisioner::cuda(const util::Version& major_minor, const st
       return fail(verified.error());
     }
     KB_TRY(m_fs.write_file_atomic(staging / ".complete", toolkit->version.str() + "\n"));
-    (void)m_fs.remove_all(root);
-    KB_TRY(m_fs.rename(staging, root));
+    KB_TRY(install_complete_dir(m_fs, staging, root));
   }
   // Assembled and verified once; later builds read the version recorded then instead of running nvcc.
   KB_TRY_ASSIGN(std::string recorded, m_fs.read_file(root / ".complete"));

@@ -94,8 +94,15 @@ std::optional<std::pair<std::string, util::Version>> provided_dependency(const s
 std::filesystem::path torch_toolchain_dir(const util::CacheLayout& cache, const LockedArtifact& wheel);
 /// The directory of a CUDA toolkit assembled from `wheels`: toolchains/cuda-<version>-<sha12 of all>.
 std::filesystem::path cuda_toolchain_dir(const util::CacheLayout& cache, const std::vector<LockedArtifact>& wheels);
+/// The directory of an unpacked apache-tvm-ffi wheel: toolchains/tvm-ffi-<version>-<sha12>.
+std::filesystem::path tvm_ffi_toolchain_dir(const util::CacheLayout& cache, const LockedArtifact& wheel);
 /// Whether a toolchain directory was completely unpacked (its .complete marker exists).
 bool toolchain_complete(const util::FileSystem& fs, const std::filesystem::path& dir);
+/// Moves a fully assembled `staging` directory (with its .complete marker) to `dir`, safe against
+/// other processes doing the same: a complete `dir` is never replaced (the other process's equal
+/// result is kept and `staging` removed); an incomplete one (a crashed run) is moved aside first.
+Result<void> install_complete_dir(util::FileSystem& fs, const std::filesystem::path& staging,
+                                  const std::filesystem::path& dir);
 
 /// Which entries of a Torch wheel a build needs, mapped to their place under the install root.
 std::optional<std::string> torch_wheel_entry(const std::string& name);

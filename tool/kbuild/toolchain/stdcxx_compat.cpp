@@ -2,6 +2,7 @@
 
 #include <regex>
 
+#include "kbuild/toolchain/provision.hpp"
 #include "kbuild/util/hash.hpp"
 #include "kbuild/util/strings.hpp"
 #include "kbuild/util/version.hpp"
@@ -46,7 +47,7 @@ Result<std::string> run_tool(util::ProcessLauncher& launcher, const std::vector<
   if (result.exit_code != 0)
     return fail(argv.front() + " failed (exit " + std::to_string(result.exit_code) +
                     "): " + std::string(util::trim(result.err)),
-                "kbuild needs binutils (nm, objcopy, ar) next to the compiler", ExitCode::toolchain);
+                "kbuild needs binutils (nm, objcopy, ar) on PATH", ExitCode::toolchain);
   return result.out;
 }
 
@@ -163,16 +164,8 @@ Result<std::optional<fs::path>> prepare_stdcxx_compat(util::ProcessLauncher& lau
     KB_TRY(fs.rename(scratch.path / k_archive_name, staging / k_archive_name));
   }
   KB_TRY(fs.write_file_atomic(staging / ".complete", util::join(kept, "\n") + "\n"));
-  if (fs.stat(dir / ".complete").is_file) {  // another build finished first: its result is the same
-    (void)fs.remove_all(staging);
-    return fs.stat(library).is_file ? std::optional<fs::path>(library) : std::optional<fs::path>();
-  }
-  (void)fs.remove_all(dir);
-  if (auto moved = fs.rename(staging, dir); !moved) {
-    (void)fs.remove_all(staging);
-    if (!fs.stat(dir / ".complete").is_file) return fail(moved.error());  // else another build won the race
-  }
-  return kept.empty() ? std::optional<fs::path>() : std::optional<fs::path>(library);
+  KB_TRY(install_complete_dir(fs, staging, dir));  // another build's equal result may be kept instead
+  return fs.stat(library).is_file ? std::optional<fs::path>(library) : std::optional<fs::path>();
 }
 
 }  // namespace kbuild::toolchain
