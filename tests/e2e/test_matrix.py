@@ -73,7 +73,7 @@ def test_variants_json_lists_the_matrix(matrix_kernel):
     assert [v["name"] for v in listing["variants"]] == MATRIX
     cu132 = listing["variants"][2]
     assert cu132 == {"name": MATRIX[2], "torch": "2.11", "backend": "cuda", "compute": "cu132", "cuda": "13.2",
-                     "toolchain": "present"}
+                     "stable_abi": None, "toolchain": "present"}
     only = json.loads(run_kbuild("variants", matrix_kernel, "--json", "--torch", "2.15", "--cuda", "cpu").stdout)
     assert [v["name"] for v in only["variants"]] == ["torch215-cxx11-cpu-x86_64-linux"]
 
