@@ -2,9 +2,17 @@
 build installs a library that the ABI check (kbuild check, kernel-abi-check) rejects. Small kernels of our
 own, written for these tests, each exercising one feature."""
 
+import contextlib
+import hashlib
+import http.server
 import json
+import os
+import shutil
 import subprocess
 import textwrap
+import threading
+import zipfile
+from pathlib import Path
 
 from conftest import PYTHON, build_args, run_kbuild
 
@@ -275,18 +283,18 @@ def test_variants_lists_what_build_builds_and_always_answers_json(tmp_path):
                           "deps_cpu/deps.cpp")
     toml = kernel / "build.toml"
     toml.write_text(toml.read_text().replace('backends = ["cpu"]', 'backends = ["cpu", "cuda"]') +
-                    '\n[kernel.deps_cuda]\nbackend = "cuda"\ndepends = ["torch", "cutlass_4_0"]\n'
+                    '\n[kernel.deps_cuda]\nbackend = "cuda"\ndepends = ["torch", "sycl_tla"]\n'
                     'src = ["deps_cuda/deps.cu"]\n')
     (kernel / "deps_cuda").mkdir()
-    (kernel / "deps_cuda" / "deps.cu").write_text("// needs CUTLASS\n")
+    (kernel / "deps_cuda" / "deps.cu").write_text("// needs SYCL-TLA, which is Intel's\n")
     listing = json.loads(run_kbuild("variants", kernel, "--json").stdout)
     names = [v["name"] for v in listing["variants"]]
     assert names and all("-cpu-" in name for name in names), names
-    assert any("cutlass_4_0" in reason and "-cu13" in reason for reason in listing["left_out"]), listing
+    assert any("sycl_tla" in reason and "-cu13" in reason for reason in listing["left_out"]), listing
     # The local build's variants for this interpreter, with the same refusals.
     local = json.loads(run_kbuild("variants", kernel, "--json", "--python", PYTHON).stdout)
     assert [v["name"] for v in local["variants"]] == [CPU_VARIANT], local
-    assert any("cutlass_4_0" in reason for reason in local["left_out"]), local
+    assert any("sycl_tla" in reason for reason in local["left_out"]), local
     # Torch bounds that exclude the whole matrix: an empty list with the reasons, still JSON, exit 0.
     toml.write_text(toml.read_text().replace("[torch]\n", '[torch]\nminver = "9.0"\n'))
     empty = run_kbuild("variants", kernel, "--json")
@@ -332,8 +340,129 @@ def test_a_cutlass_dependency_is_fetched_pinned_and_on_the_include_path(tmp_path
     database = json.loads((kernel / ".kbuild" / "compile_commands.json").read_text())
     cu = next(entry for entry in database if entry["file"].endswith("cut.cu"))
     assert any(arg.startswith("-I") and arg.endswith("cutlass_library/source/include") for arg in cu["arguments"])
-    # A CUTLASS version that NVIDIA does not publish on PyPI: kbuild's clear refusal.
+    # A dependency kbuild cannot provide for CUDA (Intel's SYCL-TLA): kbuild's clear refusal.
     toml = kernel / "build.toml"
-    toml.write_text(toml.read_text().replace("cutlass_3_6", "cutlass_4_0"))
+    toml.write_text(toml.read_text().replace("cutlass_3_6", "sycl_tla"))
     refused = run_kbuild(*build_args(kernel, "--backend", "cuda"), check=False)
-    assert refused.returncode == 2 and "cutlass_4_0" in refused.stderr and "cutlass_3_6" in refused.stderr
+    assert refused.returncode == 2 and "sycl_tla" in refused.stderr and "cutlass_4_5" in refused.stderr
+
+
+# CUTLASS releases that NVIDIA does not publish on PyPI (kernel-builder's cutlass_2_10, 3_9, 4_0, 4_4,
+# 4_5) come from the release's source archive, pinned in kbuild.lock by the sha256 of the first
+# download. Served here by a loopback HTTP server shaped like GitHub (a redirect to the archive, one
+# top directory); KBUILD_CUTLASS_URL points kbuild at it as it would at a mirror.
+ARCHIVE_CU = """\
+#include <cutlass/cutlass.h>
+#include <cutlass/version.h>
+#include <cutlass/util/probe_value.h>
+
+#include <cstdint>
+
+__global__ void fill(int* out) { *out = CUTLASS_MAJOR * 10 + CUTLASS_MINOR; }
+
+void launch_fill(int* out) { fill<<<1, 1>>>(out); }
+
+int64_t probe() {
+  void (*volatile keep)(int*) = &launch_fill;  // linked, not run: this machine may have no GPU
+  return keep != nullptr ? kProbeValue : 0;
+}
+"""
+
+
+def write_cutlass_archive(path, top, major, minor):
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr(f"{top}/include/cutlass/cutlass.h", "#pragma once\n")
+        archive.writestr(f"{top}/include/cutlass/version.h",
+                         f"#pragma once\n#define CUTLASS_MAJOR {major}\n#define CUTLASS_MINOR {minor}\n"
+                         "#define CUTLASS_PATCH 0\n")
+        archive.writestr(f"{top}/tools/util/include/cutlass/util/probe_value.h",
+                         f"#pragma once\nconstexpr int kProbeValue = CUTLASS_MAJOR * 10 + CUTLASS_MINOR;\n")
+        archive.writestr(f"{top}/examples/README.md", "not headers\n")
+
+
+@contextlib.contextmanager
+def archive_server(directory):
+    """GET /archive/<name> redirects to /codeload/<name>, which serves directory/<name>."""
+    requests = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            requests.append(self.path)
+            name = self.path.rsplit("/", 1)[-1]
+            if self.path.startswith("/archive/"):
+                self.send_response(302)
+                self.send_header("Location", "/codeload/" + name)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            file = directory / name
+            if not file.is_file():
+                self.send_error(404)
+                return
+            data = file.read_bytes()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/zip")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", requests
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_cutlass_release_missing_from_pypi_comes_from_its_pinned_source_archive(tmp_path):
+    served = tmp_path / "served"
+    served.mkdir()
+    write_cutlass_archive(served / "v4.0.0.zip", "cutlass-4.0.0", 4, 0)
+    kernel = write_kernel(tmp_path / "arc", "arc", "cuda", ARCHIVE_CU, "arc_cuda/arc.cu", depends='["cutlass_4_0"]')
+    with archive_server(served) as (base, requests):
+        env = dict(os.environ, KBUILD_CUTLASS_URL=base + "/archive/v{version}.zip")
+        built = run_kbuild(*build_args(kernel, "--backend", "cuda"), env=env)
+        assert requests == ["/archive/v4.0.0.zip", "/codeload/v4.0.0.zip"], requests
+        assert "pinned CUTLASS 4.0.0" in built.stdout + built.stderr
+        pinned = json.loads((kernel / "kbuild.lock").read_text())["toolchains"]["cutlass-4.0"][0]
+        assert pinned["package"] == "cutlass-source" and pinned["version"] == "4.0.0"
+        assert pinned["url"] == base + "/archive/v4.0.0.zip"
+        assert pinned["sha256"] == hashlib.sha256((served / "v4.0.0.zip").read_bytes()).hexdigest()
+        run_kbuild("check", kernel)
+        assert official_abi_check(kernel / "build" / CUDA_VARIANT) == ""
+        assert load_and_probe(kernel / "build" / CUDA_VARIANT, "cuda") == "40"
+        database = json.loads((kernel / ".kbuild" / "compile_commands.json").read_text())
+        cu = next(entry for entry in database if entry["file"].endswith("arc.cu"))
+        includes = [arg for arg in cu["arguments"] if arg.startswith("-I") and "cutlass-4.0.0-" in arg]
+        assert [Path(arg).name for arg in includes] == ["include", "include"], includes  # include/, tools/util/include/
+
+        # Another machine (an empty cache), --locked: the server now has a different archive under
+        # that name. The pin refuses it and nothing is built.
+        write_cutlass_archive(served / "v4.0.0.zip", "cutlass-4.0.0", 4, 0)
+        with zipfile.ZipFile(served / "v4.0.0.zip", "a") as archive:
+            archive.writestr("cutlass-4.0.0/include/cutlass/extra.h", "// not in the pinned archive\n")
+        other = dict(env, KBUILD_CACHE=str(tmp_path / "other-cache"))
+        shutil.rmtree(kernel / "build")
+        refused = run_kbuild(*build_args(kernel, "--backend", "cuda", "--locked"), env=other, check=False)
+        assert refused.returncode == 3, refused.stderr
+        assert "sha256 mismatch for cutlass-4.0.0.zip" in refused.stderr and "hint:" in refused.stderr
+        assert not (kernel / "build").exists()
+
+        # A mirror serving another release under the asked-for name: cutlass/version.h tells.
+        write_cutlass_archive(served / "v4.0.0.zip", "cutlass-3.9.2", 3, 9)
+        (kernel / "kbuild.lock").unlink()
+        wrong = run_kbuild(*build_args(kernel, "--backend", "cuda"), env=dict(other, KBUILD_CACHE=str(tmp_path / "c3")),
+                           check=False)
+        assert wrong.returncode == 3 and "holds CUTLASS 3.9.0, not CUTLASS 4.0 (cutlass_4_0)" in wrong.stderr
+
+        # A release the server does not have: the HTTP status and the URL, not a crash.
+        toml = kernel / "build.toml"
+        toml.write_text(toml.read_text().replace("cutlass_4_0", "cutlass_4_5"))
+        missing = run_kbuild(*build_args(kernel, "--backend", "cuda"), env=dict(other, KBUILD_CACHE=str(tmp_path / "c4")),
+                             check=False)
+        assert missing.returncode == 3 and "HTTP 404" in missing.stderr and "v4.5.2.zip" in missing.stderr

@@ -11,6 +11,7 @@
 #include "kbuild/hub/commit_plan.hpp"
 #include "kbuild/hub/retry.hpp"
 #include "kbuild/hub/token.hpp"
+#include "kbuild/hub/url_download.hpp"
 #include "support/mem_fs.hpp"
 
 using namespace kbuild;
@@ -278,4 +279,47 @@ TEST(HubClientTest, DownloadsFollowRedirectsWithoutLeakingTheToken) {
   EXPECT_EQ(transport.requests[1].url, "http://cdn.example/blob?sig=1");
   EXPECT_FALSE(transport.requests[1].headers.has("authorization"));  // another host never sees the token
   EXPECT_EQ(transport.requests[1].response_file, dir / "f");
+}
+
+TEST(UrlDownload, FollowsRedirectsRetriesAndReportsFailures) {
+  auto ok = [](std::uint64_t bytes) {
+    HttpResponse response;
+    response.status = 200;
+    response.file_bytes = bytes;
+    return std::expected<HttpResponse, TransportError>(response);
+  };
+  std::vector<double> slept;
+  UrlDownloadOptions options;
+  options.sleep = [&](double seconds) { slept.push_back(seconds); };
+  ScriptedTransport transport;
+  transport.answers = {status(302, {{"Location", "https://codeload.example/zip/v4.0.0"}}), status(503),
+                       status(301, {{"Location", "/final.zip"}}), ok(1234)};
+  auto size = download_url(transport, "https://github.example/archive/v4.0.0.zip", "/tmp/x.zip", options);
+  ASSERT_TRUE(size) << size.error().message;
+  EXPECT_EQ(*size, 1234u);
+  ASSERT_EQ(transport.requests.size(), 4u);
+  EXPECT_EQ(transport.requests[1].url, "https://codeload.example/zip/v4.0.0");
+  EXPECT_EQ(transport.requests[3].url, "https://codeload.example/final.zip");
+  EXPECT_EQ(transport.requests[3].response_file, std::filesystem::path("/tmp/x.zip"));
+  EXPECT_FALSE(transport.requests[0].headers.has("authorization"));  // never sends a Hub token
+  EXPECT_EQ(slept, std::vector<double>{1.0});
+
+  transport.answers = {status(404)};
+  auto missing = download_url(transport, "https://github.example/archive/v9.zip", "/tmp/x.zip", options);
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().message.find("HTTP 404"), std::string::npos);
+  EXPECT_EQ(missing.error().code, kbuild::ExitCode::toolchain);
+
+  transport.answers = {status(302, {{"Location", "file:///etc/passwd"}})};
+  EXPECT_FALSE(download_url(transport, "https://github.example/a.zip", "/tmp/x.zip", options));
+  EXPECT_FALSE(download_url(transport, "ftp://example/a.zip", "/tmp/x.zip", options));
+  transport.answers.clear();
+  for (int i = 0; i < 6; ++i) transport.answers.push_back(status(302, {{"Location", "/again"}}));
+  auto loop = download_url(transport, "https://github.example/a.zip", "/tmp/x.zip", options);
+  ASSERT_FALSE(loop);
+  EXPECT_NE(loop.error().message.find("redirects"), std::string::npos);
+
+  options.max_bytes = 100;
+  transport.answers = {ok(101)};
+  EXPECT_FALSE(download_url(transport, "https://github.example/a.zip", "/tmp/x.zip", options));
 }

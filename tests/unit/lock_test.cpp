@@ -1,8 +1,16 @@
 #include <gtest/gtest.h>
+#include <unistd.h>
+#include <zip.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
 
 #include "kbuild/toolchain/archive.hpp"
 #include "kbuild/toolchain/lock.hpp"
 #include "kbuild/toolchain/provision.hpp"
+#include "kbuild/util/hash.hpp"
+#include "support/fakes.hpp"
 #include "support/mem_fs.hpp"
 
 using namespace kbuild::toolchain;
@@ -43,6 +51,31 @@ TEST(Lock, RejectsDamage) {
   EXPECT_NE(error.error().hint.find("kbuild toolchains lock"), std::string::npos);
 }
 
+TEST(Lock, SourceArchivesCarryTheirUrl) {
+  LockFile lock = sample();
+  lock.toolchains["cutlass-4.0"] = {{"cutlass-source", "4.0.0", "cutlass-4.0.0.zip", std::string(64, 'c'),
+                                     "https://github.com/NVIDIA/cutlass/archive/refs/tags/v4.0.0.zip"}};
+  std::string text = lock.serialize();
+  EXPECT_NE(text.find("\"url\": \"https://github.com/NVIDIA/cutlass/archive/refs/tags/v4.0.0.zip\""),
+            std::string::npos);
+  EXPECT_EQ(sample().serialize().find("\"url\""), std::string::npos);  // wheels have none
+  auto parsed = LockFile::parse(text, "kbuild.lock");
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  EXPECT_EQ(*parsed, lock);
+  auto swap = [&](const std::string& from, const std::string& to) {
+    std::string damaged = text;
+    damaged.replace(damaged.find(from), from.size(), to);
+    return LockFile::parse(damaged, "kbuild.lock");
+  };
+  EXPECT_FALSE(swap("https://github.com", "file:///etc"));          // only http(s)
+  EXPECT_FALSE(swap("cutlass-4.0.0.zip", "cutlass-4.0.0.whl"));     // an archive is a .zip
+  EXPECT_FALSE(swap("cutlass-4.0.0.zip", "../cutlass-4.0.0.zip"));  // a file name, nothing more
+  EXPECT_FALSE(swap("\"url\": \"https", "\"url\": 7, \"x\": \"https"));
+  LockFile no_url = lock;
+  no_url.toolchains["cutlass-4.0"].front().url.clear();
+  EXPECT_FALSE(LockFile::parse(no_url.serialize(), "kbuild.lock"));  // a .zip without a URL cannot be fetched
+}
+
 TEST(Archive, PathSafety) {
   EXPECT_TRUE(is_safe_archive_path("torch/include/ATen/ATen.h"));
   EXPECT_TRUE(is_safe_archive_path("nvidia/cu13/bin/"));
@@ -66,12 +99,6 @@ TEST(Archive, WheelEntrySelection) {
   EXPECT_FALSE(cuda_wheel_entry("nvidia_cuda_nvcc-13.2.86.dist-info/RECORD"));
   EXPECT_FALSE(cuda_wheel_entry("nvidia/cu13/cuda_cccl/.metadata/x"));
 }
-
-#include <unistd.h>
-#include <zip.h>
-
-#include <filesystem>
-#include <fstream>
 
 namespace {
 // Writes a zip with the given (name, content) entries using libzip.
@@ -117,4 +144,94 @@ TEST(Archive, ExtractsSelectedEntriesAndRefusesEscapes) {
   EXPECT_FALSE(std::filesystem::exists(dir / "escaped.txt"));
   EXPECT_FALSE(std::filesystem::exists(dir / "out2"));  // refused before writing anything
   std::filesystem::remove_all(dir);
+}
+
+namespace {
+// A CUTLASS source archive shaped like GitHub's (one top directory), claiming `version`.
+void write_cutlass_archive(const std::filesystem::path& path, const std::string& top, int major, int minor) {
+  write_zip(path, {{top + "/include/cutlass/cutlass.h", "#pragma once\n"},
+                   {top + "/include/cutlass/version.h", "#define CUTLASS_MAJOR " + std::to_string(major) +
+                                                            "\n#define CUTLASS_MINOR " + std::to_string(minor) +
+                                                            "\n#define CUTLASS_PATCH 0\n"},
+                   {top + "/tools/util/include/cutlass/util/device_memory.h", "// util\n"},
+                   {top + "/examples/basic.cu", "// not a header the build needs\n"}});
+}
+}  // namespace
+
+TEST(Provision, CutlassSourceArchivesArePinnedOnFirstFetchAndVerifiedAfter) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("kbuild-cutlass-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "served");
+  write_cutlass_archive(dir / "served/v4.0.0.zip", "cutlass-4.0.0", 4, 0);
+  kbuild::util::RealFileSystem real;
+  kbuild::fakes::FakeLauncher launcher;  // knows no command: pip must not be asked for source archives
+  std::vector<std::string> fetched;
+  ProvisionOptions options;
+  options.cache.root = dir / "cache";
+  options.cutlass_archive_url = "https://mirror.example/cutlass/v{version}.zip";
+  options.download_url = [&](const std::string& url, const fs::path& destination) -> kbuild::Result<void> {
+    fetched.push_back(url);
+    fs::copy_file(dir / "served" / url.substr(url.rfind('/') + 1), destination, fs::copy_options::overwrite_existing);
+    return {};
+  };
+  std::vector<std::string> progress;
+  LockFile lock;
+  {
+    Provisioner provisioner(launcher, real, options, lock, [&](const std::string& line) { progress.push_back(line); });
+    auto library = provisioner.header_library("cutlass_4_0");
+    ASSERT_TRUE(library) << library.error().message;
+    EXPECT_TRUE(provisioner.lock_changed());
+    EXPECT_EQ(library->version, "4.0.0");
+    EXPECT_EQ(library->origin, "archive:https://mirror.example/cutlass/v4.0.0.zip");
+    ASSERT_EQ(library->include_dirs.size(), 2u);
+    EXPECT_TRUE(fs::exists(library->include_dirs[0] / "cutlass/cutlass.h"));
+    EXPECT_TRUE(fs::exists(library->include_dirs[1] / "cutlass/util/device_memory.h"));
+    EXPECT_FALSE(fs::exists(library->root / "examples"));
+    EXPECT_TRUE(launcher.ran.empty());
+  }
+  ASSERT_TRUE(lock.find("cutlass-4.0"));
+  const LockedArtifact pinned = lock.find("cutlass-4.0")->front();
+  EXPECT_EQ(pinned.package, "cutlass-source");
+  EXPECT_EQ(pinned.file, "cutlass-4.0.0.zip");
+  EXPECT_EQ(pinned.url, "https://mirror.example/cutlass/v4.0.0.zip");
+  EXPECT_EQ(pinned.sha256, *kbuild::util::sha256_file_hex(real, dir / "served/v4.0.0.zip"));
+  EXPECT_EQ(fetched.size(), 1u);  // the pinning download is the one used
+  EXPECT_TRUE(std::any_of(progress.begin(), progress.end(),
+                          [&](const std::string& line) { return line.find(pinned.sha256) != std::string::npos; }));
+
+  // Another machine (empty cache), --locked: the archive now served differs from the pin.
+  options.cache.root = dir / "cache2";
+  options.locked = true;
+  write_zip(dir / "served/v4.0.0.zip", {{"cutlass-4.0.0/include/cutlass/cutlass.h", "// tampered\n"}});
+  {
+    Provisioner provisioner(launcher, real, options, lock, [](const std::string&) {});
+    auto refused = provisioner.header_library("cutlass_4_0");
+    ASSERT_FALSE(refused);
+    EXPECT_NE(refused.error().message.find("sha256 mismatch for cutlass-4.0.0.zip"), std::string::npos)
+        << refused.error().message;
+    EXPECT_FALSE(fs::exists(options.cache.toolchains()));
+  }
+  // A mirror that serves another release under the asked-for name is caught by cutlass/version.h.
+  LockFile fresh;
+  options.locked = false;
+  options.cache.root = dir / "cache3";
+  write_cutlass_archive(dir / "served/v4.0.0.zip", "cutlass-3.9.2", 3, 9);
+  {
+    Provisioner provisioner(launcher, real, options, fresh, [](const std::string&) {});
+    auto wrong = provisioner.header_library("cutlass_4_0");
+    ASSERT_FALSE(wrong);
+    EXPECT_NE(wrong.error().message.find("holds CUTLASS 3.9.0, not CUTLASS 4.0 (cutlass_4_0)"), std::string::npos)
+        << wrong.error().message;
+    EXPECT_NE(wrong.error().hint.find("KBUILD_CUTLASS_URL"), std::string::npos);
+  }
+  // Without a downloader (a library user that wired none), a clear error rather than a crash.
+  options.download_url = {};
+  options.cache.root = dir / "cache4";
+  LockFile empty;
+  Provisioner provisioner(launcher, real, options, empty, [](const std::string&) {});
+  auto none = provisioner.header_library("cutlass_2_10");
+  ASSERT_FALSE(none);
+  EXPECT_NE(none.error().message.find("no downloader"), std::string::npos);
+  fs::remove_all(dir);
 }

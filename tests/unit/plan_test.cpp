@@ -286,7 +286,12 @@ TEST_F(PlanFixture, UnsupportedDependencyIsAnError) {
   config.kernels[1].depends.push_back("cutlass_3_8");
   auto graph = plan_build(request({config::Backend::cuda}));
   ASSERT_FALSE(graph);
-  EXPECT_NE(graph.error().message.find("cutlass_3_8"), std::string::npos);
+  EXPECT_NE(graph.error().message.find("cutlass_3_8"), std::string::npos);  // not provisioned
+  config.kernels[1].depends.back() = "sycl_tla";
+  auto refused = plan_build(request({config::Backend::cuda}));
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("\"sycl_tla\", which kbuild cannot provide"), std::string::npos);
+  EXPECT_EQ(refused.error().code, kbuild::ExitCode::usage);
 }
 
 TEST_F(PlanFixture, NoarchVariantOnlyInstalls) {

@@ -88,16 +88,31 @@ TEST(Toolchain, IdentityCoversCompilerVersions) {
   EXPECT_EQ(cxx_standard_for(util::Version({2, 12})), "c++20");
 }
 
-TEST(HeaderLibraries, CutlassDependenciesMapToThePyPIReleases) {
+TEST(HeaderLibraries, CutlassDependenciesMapToKernelBuildersReleases) {
+  using kbuild::toolchain::cutlass_release;
   using kbuild::toolchain::provided_dependency;
-  for (auto [dependency, version] : std::vector<std::pair<std::string, std::string>>{
-           {"cutlass_3_5", "3.5"}, {"cutlass_3_6", "3.6"}, {"cutlass_3_8", "3.8"}}) {
-    auto provided = provided_dependency(dependency);
-    ASSERT_TRUE(provided) << dependency;
+  struct Expected {
+    std::string dependency, major_minor, release;
+    bool on_pypi;
+  };
+  for (const auto& expected : std::vector<Expected>{{"cutlass_2_10", "2.10", "2.10.0", false},
+                                                    {"cutlass_3_5", "3.5", "3.5.1", true},
+                                                    {"cutlass_3_6", "3.6", "3.6.0", true},
+                                                    {"cutlass_3_8", "3.8", "3.8.0", true},
+                                                    {"cutlass_3_9", "3.9", "3.9.2", false},
+                                                    {"cutlass_4_0", "4.0", "4.0.0", false},
+                                                    {"cutlass_4_4", "4.4", "4.4.2", false},
+                                                    {"cutlass_4_5", "4.5", "4.5.2", false}}) {
+    auto provided = provided_dependency(expected.dependency);
+    ASSERT_TRUE(provided) << expected.dependency;
     EXPECT_EQ(provided->first, "cutlass");
-    EXPECT_EQ(provided->second.major_minor(), version);
+    EXPECT_EQ(provided->second.major_minor(), expected.major_minor);
+    auto release = cutlass_release(expected.dependency);
+    ASSERT_TRUE(release);
+    EXPECT_EQ(release->version, expected.release);
+    EXPECT_EQ(release->on_pypi, expected.on_pypi) << expected.dependency;
   }
-  for (const char* missing : {"cutlass_2_10", "cutlass_3_9", "cutlass_4_0", "cutlass_4_5", "torch", "sycl_tla"})
+  for (const char* missing : {"cutlass_4_1", "cutlass", "torch", "sycl_tla", "metal-cpp"})
     EXPECT_FALSE(provided_dependency(missing)) << missing;
   auto lock = kbuild::toolchain::LockFile::parse(
       R"({"version": 1, "python-tag": "cp312", "toolchains": {"cutlass-3.6": [{"package": "nvidia-cutlass", )"
@@ -106,4 +121,22 @@ TEST(HeaderLibraries, CutlassDependenciesMapToThePyPIReleases) {
       "kbuild.lock");
   ASSERT_TRUE(lock) << lock.error().message;
   EXPECT_TRUE(lock->find("cutlass-3.6"));
+}
+
+TEST(HeaderLibraries, SourceArchiveEntriesAndVersionHeader) {
+  using kbuild::toolchain::cutlass_archive_entry;
+  using kbuild::toolchain::cutlass_header_version;
+  EXPECT_EQ(cutlass_archive_entry("cutlass-4.0.0/include/cute/tensor.hpp"), "include/cute/tensor.hpp");
+  EXPECT_EQ(cutlass_archive_entry("mirror-top/tools/util/include/cutlass/util/packed_stride.hpp"),
+            "tools/util/include/cutlass/util/packed_stride.hpp");
+  EXPECT_FALSE(cutlass_archive_entry("cutlass-4.0.0/examples/00_basic_gemm/basic_gemm.cu"));
+  EXPECT_FALSE(cutlass_archive_entry("include/cutlass/cutlass.h"));  // no top directory
+  EXPECT_FALSE(cutlass_archive_entry("/include/cutlass/cutlass.h"));
+  EXPECT_EQ(cutlass_header_version("#pragma once\n#define CUTLASS_MAJOR 4\n#define CUTLASS_MINOR 0\n"
+                                   "  #define  CUTLASS_PATCH 0\n#define CUTLASS_BUILD 0\n"),
+            "4.0.0");
+  EXPECT_FALSE(cutlass_header_version("#define CUTLASS_MAJOR 4\n#define CUTLASS_MINOR 0\n"));
+  EXPECT_FALSE(cutlass_header_version("#define CUTLASS_MAJOR x\n#define CUTLASS_MINOR 0\n#define CUTLASS_PATCH 0\n"));
+  // A longer macro name is not the one asked for.
+  EXPECT_FALSE(cutlass_header_version("#define CUTLASS_MAJOR_X 4\n#define CUTLASS_MINOR 0\n#define CUTLASS_PATCH 0\n"));
 }

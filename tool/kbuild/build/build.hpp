@@ -22,6 +22,7 @@
 #include "kbuild/exec/executor.hpp"
 #include "kbuild/exec/reporter.hpp"
 #include "kbuild/plan/matrix.hpp"
+#include "kbuild/toolchain/provision.hpp"
 #include "kbuild/util/fs.hpp"
 #include "kbuild/util/process.hpp"
 #include "kbuild/util/result.hpp"
@@ -40,6 +41,8 @@ struct BuildServices {
   util::Random& random;
   cache::RemoteStore* remote_cache = nullptr;  ///< the compile cache's shared tier, if configured
   bool remote_cache_writable = false;
+  /// Downloads source archives that no package index serves (CUTLASS releases missing from PyPI).
+  toolchain::UrlDownloader download_url = {};
 };
 
 struct BuildRequest {

@@ -107,6 +107,18 @@ Result<std::vector<plan::VariantBuild>> provision_variants(const std::vector<pla
   return builds;
 }
 
+std::set<std::string> provided_header_dependencies(const config::KernelConfig& config,
+                                                   const std::vector<plan::MatrixEntry>& entries) {
+  std::set<std::string> needed;
+  for (const auto& entry : entries) {
+    if (!entry.variant.compiled()) continue;
+    for (const auto* component : config.components_for(entry.variant.backend))
+      for (const auto& dep : component->depends)
+        if (dep != "torch" && toolchain::provided_dependency(dep)) needed.insert(dep);
+  }
+  return needed;
+}
+
 bool needs_tvm_ffi(const std::vector<plan::MatrixEntry>& entries) {
   return std::any_of(entries.begin(), entries.end(),
                      [](const plan::MatrixEntry& e) { return e.variant.kind == config::Variant::Kind::tvm_ffi; });

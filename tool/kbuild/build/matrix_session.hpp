@@ -6,6 +6,7 @@
 #include <deque>
 #include <filesystem>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,9 @@ Result<std::map<std::string, std::filesystem::path>> parse_cuda_toolkits(const s
 /// pins of toolchains they no longer use (`kbuild toolchains lock`).
 /// Whether the matrix has tvm-ffi variants (which need the tvm-ffi toolchain).
 bool needs_tvm_ffi(const std::vector<plan::MatrixEntry>& entries);
+/// The build.toml `depends` names kbuild provides (CUTLASS) that the compiled variants of `entries` need.
+std::set<std::string> provided_header_dependencies(const config::KernelConfig& config,
+                                                   const std::vector<plan::MatrixEntry>& entries);
 
 Result<void> pin_matrix_toolchains(const std::vector<plan::MatrixEntry>& entries, toolchain::Provisioner& provisioner,
                                    toolchain::LockFile& lock);

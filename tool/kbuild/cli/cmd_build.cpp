@@ -6,6 +6,7 @@
 
 #include "kbuild/build/build.hpp"
 #include "kbuild/cli/command.hpp"
+#include "kbuild/cli/hub_session.hpp"
 #include "kbuild/exec/interrupt.hpp"
 #include "kbuild/hub/curl_transport.hpp"
 #include "kbuild/hub/remote_cache.hpp"
@@ -53,6 +54,7 @@ Result<ExitCode> run_build(const BuildOptions& options, Services& services) {
                                       services.env, services.clock,    services.random};
   KB_TRY_ASSIGN(auto remote_settings, cache::remote_settings(services.env));
   hub::CurlTransport transport;
+  build_services.download_url = url_downloader(transport);
   std::optional<hub::HttpRemoteStore> remote;
   if (remote_settings && !options.no_cache) {
     remote.emplace(transport, *remote_settings);

@@ -7,6 +7,7 @@
 #include "kbuild/build/kernel_source.hpp"
 #include "kbuild/build/matrix_session.hpp"
 #include "kbuild/cli/command.hpp"
+#include "kbuild/cli/hub_session.hpp"
 #include "kbuild/toolchain/probe.hpp"
 
 namespace kbuild::cli {
@@ -63,6 +64,9 @@ Result<ExitCode> run_fetch(const ToolchainsOptions& options, Services& services)
   provision.progress = is_smart_terminal(stdout, services.env);
   provision.user_cuda = user_cuda;
   provision.host_cxx = local.cxx.cxx.string();
+  hub::CurlTransport transport;
+  provision.download_url = url_downloader(transport);
+  provision.cutlass_archive_url = toolchain::cutlass_archive_url(services.env);
   toolchain::Provisioner provisioner(services.launcher, services.fs, provision, session.lock,
                                      [](const std::string& line) { fmt::print("kbuild: {}\n", line); });
   std::deque<toolchain::Toolchain> storage;
@@ -75,12 +79,22 @@ Result<ExitCode> run_fetch(const ToolchainsOptions& options, Services& services)
     else
       tvm_ffi = *provided;
   }
+  std::vector<toolchain::HeaderLibrary> headers;
+  for (const auto& dependency : build::provided_header_dependencies(config, session.all)) {
+    if (!builds) break;
+    auto provided = provisioner.header_library(dependency);
+    if (!provided)
+      builds = fail(provided.error());
+    else
+      headers.push_back(*provided);
+  }
   if (provisioner.lock_changed()) KB_TRY(services.fs.write_file_atomic(session.lock_path, session.lock.serialize()));
   if (!builds) return fail(builds.error());
   for (const auto& tc : storage)
     fmt::print("  torch {:14} cuda {:10} ({})\n", tc.torch.version_string, tc.cuda ? tc.cuda->version.str() : "-",
                tc.cuda ? tc.cuda->origin : "cpu");
   if (tvm_ffi) fmt::print("  tvm-ffi {} ({})\n", tvm_ffi->version, tvm_ffi->origin);
+  for (const auto& library : headers) fmt::print("  {} {} ({})\n", library.dependency, library.version, library.origin);
   fmt::print("toolchains of {} variants are in {}\n", builds->size(), provision.cache.toolchains().string());
   return ExitCode::ok;
 }

@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include "kbuild/hub/url_download.hpp"
 #include "kbuild/toolchain/probe.hpp"
 #include "kbuild/util/log.hpp"
 #include "kbuild/util/process.hpp"
@@ -30,6 +31,13 @@ Result<lock::SystemFacts> probe_system_facts(util::ProcessLauncher& launcher, co
   toolchain::PythonHeaders headers;
   KB_TRY_ASSIGN(auto torch, toolchain::probe_torch_from_python(launcher, fs, python, headers));
   return lock::linux_system_facts(torch, util::current_machine());
+}
+
+toolchain::UrlDownloader url_downloader(hub::HttpTransport& transport) {
+  return [&transport](const std::string& url, const std::filesystem::path& destination) -> Result<void> {
+    KB_TRY(hub::download_url(transport, url, destination));
+    return {};
+  };
 }
 
 }  // namespace kbuild::cli

@@ -10,6 +10,7 @@
 #include "kbuild/hub/client.hpp"
 #include "kbuild/hub/curl_transport.hpp"
 #include "kbuild/lock/variant_select.hpp"
+#include "kbuild/toolchain/provision.hpp"
 #include "kbuild/util/fs.hpp"
 #include "kbuild/util/process.hpp"
 #include "kbuild/util/system.hpp"
@@ -30,5 +31,8 @@ HubSession open_hub(Services& services, const std::optional<std::string>& endpoi
 /// code 3) when that interpreter has no usable Torch.
 Result<lock::SystemFacts> probe_system_facts(util::ProcessLauncher& launcher, const util::FileSystem& fs,
                                              const std::string& python);
+
+/// Source-archive downloads for toolchain provisioning, over `transport` (which must outlive it).
+toolchain::UrlDownloader url_downloader(hub::HttpTransport& transport);
 
 }  // namespace kbuild::cli

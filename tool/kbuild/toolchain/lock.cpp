@@ -23,8 +23,10 @@ std::string LockFile::serialize() const {
   j["toolchains"] = nlohmann::ordered_json::object();
   for (const auto& [name, artifacts] : toolchains) {
     auto& list = j["toolchains"][name] = nlohmann::ordered_json::array();
-    for (const auto& a : artifacts)
+    for (const auto& a : artifacts) {
       list.push_back({{"package", a.package}, {"version", a.version}, {"file", a.file}, {"sha256", a.sha256}});
+      if (!a.url.empty()) list.back()["url"] = a.url;
+    }
   }
   return j.dump(2) + "\n";
 }
@@ -42,6 +44,8 @@ Result<LockFile> LockFile::parse(std::string_view text, const std::string& file_
   if (!j.is_object() || j.value("version", 0) != 1) return bad("unsupported lock file version");
   static const std::regex k_name(R"(^(torch|cuda|cutlass|tvm-ffi)-\d+\.\d+$)");
   static const std::regex k_sha(R"(^[0-9a-f]{64}$)");
+  static const std::regex k_file(R"(^[A-Za-z0-9_+][A-Za-z0-9._+-]*$)");
+  static const std::regex k_url(R"(^https?://[^\s]+$)");
   LockFile lock;
   lock.python_tag = j.value("python-tag", "cp312");
   if (!j.contains("toolchains") || !j["toolchains"].is_object()) return bad("missing \"toolchains\"");
@@ -56,11 +60,14 @@ Result<LockFile> LockFile::parse(std::string_view text, const std::string& file_
         a.version = entry.at("version");
         a.file = entry.at("file");
         a.sha256 = entry.at("sha256");
+        if (entry.contains("url")) a.url = entry.at("url");
       } catch (const std::exception&) {
-        return bad("an artifact of \"" + name + "\" lacks package, version, file or sha256");
+        return bad("an artifact of \"" + name + "\" lacks package, version, file or sha256, or one is not a string");
       }
       if (!std::regex_match(a.sha256, k_sha)) return bad("bad sha256 for " + a.file);
-      if (a.file.find('/') != std::string::npos || !a.file.ends_with(".whl")) return bad("bad file name " + a.file);
+      if (!std::regex_match(a.file, k_file) || !a.file.ends_with(a.url.empty() ? ".whl" : ".zip"))
+        return bad("bad file name " + a.file);
+      if (!a.url.empty() && !std::regex_match(a.url, k_url)) return bad("bad url for " + a.file + ": " + a.url);
       artifacts.push_back(std::move(a));
     }
   }

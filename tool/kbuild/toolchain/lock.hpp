@@ -13,10 +13,15 @@
 //                       "sha256": "<64 hex>"}, ... ],    // nvcc, nvvm, crt, runtime, cccl
 //       "torch-2.15": [ {"package": "torch", "version": "2.15.0", "file": "...", "sha256": "..."} ],
 //       "cutlass-3.6": [ {"package": "nvidia-cutlass", ...} ],   // build.toml depends = ["cutlass_3_6"]
+//       "cutlass-4.0": [ {"package": "cutlass-source", "version": "4.0.0", "file": "cutlass-4.0.0.zip",
+//                         "sha256": "...", "url": "https://github.com/NVIDIA/cutlass/archive/..."} ],
 //       "tvm-ffi-0.1": [ {"package": "apache-tvm-ffi", ...} ]    // tvm-ffi kernels
 //     }
 //   }
-// Names are <component>-<major.minor> with component torch, cuda, cutlass or tvm-ffi.
+// Names are <component>-<major.minor> with component torch, cuda, cutlass or tvm-ffi. An artifact
+// with "url" is a source archive (.zip) downloaded from that URL rather than a wheel from pip's
+// index; its sha256 is the one of the first download (kbuild pins what it got, as `nix-prefetch-url`
+// does), and every later download must match it.
 
 #include <map>
 #include <optional>
@@ -32,6 +37,7 @@ struct LockedArtifact {
   std::string version;
   std::string file;
   std::string sha256;
+  std::string url = {};  ///< source archives only: where the file is downloaded from; empty for wheels
   bool operator==(const LockedArtifact&) const = default;
 };
 

@@ -58,11 +58,59 @@ std::optional<std::string> torch_wheel_entry(const std::string& name) {
   return std::nullopt;
 }
 
-std::optional<std::pair<std::string, util::Version>> provided_dependency(const std::string& dependency) {
-  for (const char* version : {"3_5", "3_6", "3_8"})
-    if (dependency == std::string("cutlass_") + version)
-      return std::pair{std::string("cutlass"), *util::Version::parse(std::string(1, version[0]) + "." + version[2])};
+std::string cutlass_archive_url(const util::Environment& env) {
+  auto url = env.get("KBUILD_CUTLASS_URL");
+  return url && !url->empty() ? *url : std::string(k_cutlass_archive_url);
+}
+
+std::optional<CutlassRelease> cutlass_release(const std::string& dependency) {
+  static const CutlassRelease k_releases[] = {{"cutlass_2_10", "2.10.0", false}, {"cutlass_3_5", "3.5.1", true},
+                                              {"cutlass_3_6", "3.6.0", true},    {"cutlass_3_8", "3.8.0", true},
+                                              {"cutlass_3_9", "3.9.2", false},   {"cutlass_4_0", "4.0.0", false},
+                                              {"cutlass_4_4", "4.4.2", false},   {"cutlass_4_5", "4.5.2", false}};
+  for (const auto& release : k_releases)
+    if (release.dependency == dependency) return release;
   return std::nullopt;
+}
+
+std::optional<std::pair<std::string, util::Version>> provided_dependency(const std::string& dependency) {
+  auto release = cutlass_release(dependency);
+  if (!release) return std::nullopt;
+  auto version = util::Version::parse(release->version);
+  return std::pair{std::string("cutlass"), *util::Version::parse(version->major_minor())};
+}
+
+std::optional<std::string> cutlass_archive_entry(const std::string& name) {
+  size_t slash = name.find('/');
+  if (slash == std::string::npos || slash == 0) return std::nullopt;
+  std::string rest = name.substr(slash + 1);
+  if (rest.starts_with("include/") || rest.starts_with("tools/util/include/")) return rest;
+  return std::nullopt;
+}
+
+std::optional<std::string> cutlass_header_version(std::string_view version_h) {
+  auto number = [&](const std::string& macro) -> std::optional<std::string> {
+    static const std::string k_define = "#define ";
+    for (size_t start = 0; start < version_h.size();) {
+      size_t end = version_h.find('\n', start);
+      if (end == std::string_view::npos) end = version_h.size();
+      auto text = util::trim(version_h.substr(start, end - start));
+      start = end + 1;
+      if (!text.starts_with(k_define)) continue;
+      text.remove_prefix(k_define.size());
+      text = util::trim(text);
+      if (!text.starts_with(macro) || text.size() == macro.size() ||
+          (text[macro.size()] != ' ' && text[macro.size()] != '\t'))
+        continue;
+      auto value = util::trim(text.substr(macro.size()));
+      if (value.empty() || value.find_first_not_of("0123456789") != std::string_view::npos) return std::nullopt;
+      return std::string(value);
+    }
+    return std::nullopt;
+  };
+  auto major = number("CUTLASS_MAJOR"), minor = number("CUTLASS_MINOR"), patch = number("CUTLASS_PATCH");
+  if (!major || !minor || !patch) return std::nullopt;
+  return *major + "." + *minor + "." + *patch;
 }
 
 // What a tvm-ffi kernel compiles and links against: the headers and the shared library (not the
@@ -201,7 +249,11 @@ Result<std::vector<LockedArtifact>> Provisioner::artifacts(const std::string& co
     KB_TRY_ASSIGN(auto artifact, resolve("torch", spec, true));
     artifacts.push_back(artifact);
   } else if (component == "cutlass") {
-    KB_TRY_ASSIGN(auto artifact, resolve("nvidia-cutlass", spec, false));
+    auto release =
+        cutlass_release("cutlass_" + std::to_string(major_minor.major()) + "_" + std::to_string(major_minor.minor()));
+    if (!release) return fail(toolchain_error("kbuild does not know CUTLASS " + major_minor.major_minor()));
+    KB_TRY_ASSIGN(auto artifact,
+                  release->on_pypi ? resolve("nvidia-cutlass", spec, false) : resolve_source_archive(release->version));
     artifacts.push_back(artifact);
   } else if (component == "tvm-ffi") {
     KB_TRY_ASSIGN(auto artifact, resolve("apache-tvm-ffi", spec, true));  // a CPython-specific wheel
@@ -225,6 +277,10 @@ Result<fs::path> Provisioner::fetch(const LockedArtifact& artifact) {
   fs::path destination = m_options.cache.downloads() / artifact.sha256 / artifact.file;
   if (m_fs.stat(destination).is_file) return destination;  // verified when it was stored
   ScratchDir scratch(m_fs, m_options.cache.temp(), "download");
+  if (!artifact.url.empty()) {
+    KB_TRY_ASSIGN(fs::path downloaded, download_archive(artifact.url, scratch.path, artifact.file));
+    return store_verified(downloaded, artifact, destination);
+  }
   std::vector<std::string> argv = {m_options.python,
                                    "-m",
                                    "pip",
@@ -251,6 +307,11 @@ Result<fs::path> Provisioner::fetch(const LockedArtifact& artifact) {
   if (!m_fs.stat(downloaded).is_file)
     return fail(toolchain_error("pip downloaded a different file than " + artifact.file + " (kbuild.lock)",
                                 "the index no longer serves this file; run `kbuild toolchains lock` to re-pin"));
+  return store_verified(downloaded, artifact, destination);
+}
+
+Result<fs::path> Provisioner::store_verified(const fs::path& downloaded, const LockedArtifact& artifact,
+                                             const fs::path& destination) {
   KB_TRY_ASSIGN(std::string sha256, util::sha256_file_hex(m_fs, downloaded));
   if (sha256 != artifact.sha256)
     return fail(toolchain_error("sha256 mismatch for " + artifact.file + ": got " + sha256 + ", kbuild.lock pins " +
@@ -260,6 +321,35 @@ Result<fs::path> Provisioner::fetch(const LockedArtifact& artifact) {
   KB_TRY(m_fs.make_dirs(destination.parent_path()));
   KB_TRY(m_fs.rename(downloaded, destination));
   return destination;
+}
+
+Result<fs::path> Provisioner::download_archive(const std::string& url, const fs::path& scratch,
+                                               const std::string& file) {
+  if (!m_options.download_url)
+    return fail(toolchain_error("cannot download " + url + ": this kbuild has no downloader configured"));
+  m_progress("fetching " + url);
+  fs::path downloaded = scratch / file;
+  KB_TRY(m_options.download_url(url, downloaded));
+  return downloaded;
+}
+
+Result<LockedArtifact> Provisioner::resolve_source_archive(const std::string& version) {
+  LockedArtifact artifact;
+  artifact.package = "cutlass-source";
+  artifact.version = version;
+  artifact.file = "cutlass-" + version + ".zip";
+  artifact.url = m_options.cutlass_archive_url;
+  for (size_t at; (at = artifact.url.find("{version}")) != std::string::npos;)
+    artifact.url.replace(at, std::string_view("{version}").size(), version);
+  ScratchDir scratch(m_fs, m_options.cache.temp(), "resolve");
+  KB_TRY_ASSIGN(fs::path downloaded, download_archive(artifact.url, scratch.path, artifact.file));
+  KB_TRY_ASSIGN(artifact.sha256, util::sha256_file_hex(m_fs, downloaded));
+  fs::path destination = m_options.cache.downloads() / artifact.sha256 / artifact.file;
+  KB_TRY(m_fs.make_dirs(destination.parent_path()));
+  KB_TRY(m_fs.rename(downloaded, destination));
+  m_progress("pinned CUTLASS " + version + " by the sha256 of this download, " + artifact.sha256 +
+             " (kbuild.lock); compare it with a copy you trust before committing the lock");
+  return artifact;
 }
 
 Result<void> Provisioner::unpack_wheel(const LockedArtifact& wheel, const fs::path& root,
@@ -273,7 +363,8 @@ Result<void> Provisioner::unpack_wheel(const LockedArtifact& wheel, const fs::pa
   auto stats = extract_zip(m_fs, file, staging, select);
   if (!stats || !m_fs.stat(staging / required).is_file) {
     (void)m_fs.remove_all(staging);
-    return stats ? fail(toolchain_error(wheel.file + " has no " + required + "; is it the right wheel?"))
+    return stats ? fail(toolchain_error(wheel.file + " has no " + required + "; is it the right " +
+                                        (wheel.url.empty() ? "wheel?" : "archive?")))
                  : fail(stats.error());
   }
   KB_TRY(m_fs.write_file_atomic(staging / ".complete", wheel.file + " " + wheel.sha256 + "\n"));
@@ -294,16 +385,31 @@ Result<HeaderLibrary> Provisioner::header_library(const std::string& dependency)
   auto provided = provided_dependency(dependency);
   if (!provided) return fail(toolchain_error("kbuild cannot provide the dependency \"" + dependency + "\""));
   KB_TRY_ASSIGN(auto artifacts, this->artifacts(provided->first, provided->second));
-  const LockedArtifact& wheel = artifacts.front();
+  const LockedArtifact& artifact = artifacts.front();
+  const bool wheel = artifact.url.empty();
   fs::path root =
-      m_options.cache.toolchains() / (provided->first + "-" + wheel.version + "-" + wheel.sha256.substr(0, 12));
-  KB_TRY(unpack_wheel(wheel, root, cutlass_wheel_entry, "headers", "cutlass_library/source/include/cutlass/cutlass.h"));
+      m_options.cache.toolchains() / (provided->first + "-" + artifact.version + "-" + artifact.sha256.substr(0, 12));
+  const fs::path include = wheel ? fs::path("cutlass_library/source/include") : fs::path("include");
+  const fs::path util_include =
+      wheel ? fs::path("cutlass_library/source/tools/util/include") : fs::path("tools/util/include");
+  KB_TRY(unpack_wheel(artifact, root, wheel ? cutlass_wheel_entry : cutlass_archive_entry, "headers",
+                      (include / "cutlass/cutlass.h").string()));
+  // The archive must hold the release the dependency names, not merely some CUTLASS.
+  auto version_h = m_fs.read_file(root / include / "cutlass/version.h");
+  auto found = version_h ? cutlass_header_version(*version_h) : std::nullopt;
+  auto found_version = found ? util::Version::parse(*found) : std::nullopt;
+  if (!found_version || found_version->major_minor() != provided->second.major_minor())
+    return fail(toolchain_error(artifact.file + " holds " + (found ? "CUTLASS " + *found : "no cutlass/version.h") +
+                                    ", not CUTLASS " + provided->second.major_minor() + " (" + dependency + ")",
+                                std::string(wheel ? "" : "check KBUILD_CUTLASS_URL, then ") + "remove \"" +
+                                    toolchain_name(provided->first, provided->second.major_minor()) +
+                                    "\" from kbuild.lock and build again"));
   HeaderLibrary library;
   library.dependency = dependency;
-  library.version = wheel.version;
+  library.version = artifact.version;
   library.root = root;
-  library.include_dirs = {root / "cutlass_library/source/include", root / "cutlass_library/source/tools/util/include"};
-  library.origin = "wheel:" + wheel.file;
+  library.include_dirs = {root / include, root / util_include};
+  library.origin = wheel ? "wheel:" + artifact.file : "archive:" + artifact.url;
   return library;
 }
 

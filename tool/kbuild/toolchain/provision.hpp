@@ -24,9 +24,21 @@
 #include "kbuild/util/fs.hpp"
 #include "kbuild/util/process.hpp"
 #include "kbuild/util/result.hpp"
+#include "kbuild/util/system.hpp"
 #include "kbuild/util/version.hpp"
 
 namespace kbuild::toolchain {
+
+/// Downloads `url` to `destination` (created or truncated); the caller verifies the content.
+using UrlDownloader = std::function<Result<void>(const std::string& url, const std::filesystem::path& destination)>;
+
+/// Where CUTLASS source archives come from: "{version}" is replaced by the release ("4.0.0").
+/// A mirror can be given with KBUILD_CUTLASS_URL (read by the build and toolchains commands).
+inline constexpr const char* k_cutlass_archive_url =
+    "https://github.com/NVIDIA/cutlass/archive/refs/tags/v{version}.zip";
+
+/// KBUILD_CUTLASS_URL when set and not empty, else k_cutlass_archive_url.
+std::string cutlass_archive_url(const util::Environment& env);
 
 struct ProvisionOptions {
   util::CacheLayout cache;         ///< where downloads and toolchains live
@@ -36,6 +48,9 @@ struct ProvisionOptions {
   /// User-provided toolkits by major.minor ("12.6" -> /opt/cuda-12.6).
   std::map<std::string, std::filesystem::path> user_cuda;
   std::string host_cxx = "g++";
+  /// Fetches source archives (CUTLASS releases not on PyPI); empty: such artifacts are an error.
+  UrlDownloader download_url = {};
+  std::string cutlass_archive_url = k_cutlass_archive_url;
 };
 
 /// Lines of progress ("fetching torch-2.15.0-...whl (539 MB)") go here.
@@ -57,7 +72,8 @@ class Provisioner {
   Result<CudaToolkit> cuda(const util::Version& major_minor, const std::optional<CudaToolkit>& system);
 
   /// The headers of a build.toml dependency kbuild provides (provided_dependency): CUTLASS from
-  /// NVIDIA's nvidia-cutlass wheel, pinned in kbuild.lock like the toolchains.
+  /// NVIDIA's nvidia-cutlass wheel, or from the release's source archive where PyPI lacks it, pinned
+  /// in kbuild.lock like the toolchains.
   Result<HeaderLibrary> header_library(const std::string& dependency);
 
   /// apache-tvm-ffi <series>.x from PyPI, pinned in kbuild.lock as tvm-ffi-<series>, for tvm-ffi kernels.
@@ -68,7 +84,15 @@ class Provisioner {
 
  private:
   Result<LockedArtifact> resolve(const std::string& package, const std::string& spec, bool torch_wheel);
+  /// Downloads a CUTLASS release's source archive and pins it by the sha256 of what arrived.
+  Result<LockedArtifact> resolve_source_archive(const std::string& version);
+  /// Downloads `url` into the cache's temp area and checks it against `sha256` when one is given.
+  Result<std::filesystem::path> download_archive(const std::string& url, const std::filesystem::path& scratch,
+                                                 const std::string& file);
   Result<void> verify_toolkit(const CudaToolkit& cuda);
+  /// Checks a downloaded file against the artifact's pinned sha256 and moves it to `destination`.
+  Result<std::filesystem::path> store_verified(const std::filesystem::path& downloaded, const LockedArtifact& artifact,
+                                               const std::filesystem::path& destination);
   /// Unpacks the entries of `wheel` that `select` keeps into `root` (staged, then renamed into place
   /// with a .complete marker), unless that was done already; `required` must be among them.
   Result<void> unpack_wheel(const LockedArtifact& wheel, const std::filesystem::path& root,
@@ -85,10 +109,24 @@ class Provisioner {
 };
 
 /// For a build.toml `depends` name kbuild can provide: the toolchain component and its version
-/// ("cutlass_3_6" -> {"cutlass", 3.6}: nvidia-cutlass 3.6.x from PyPI); nullopt otherwise. PyPI has
-/// CUTLASS 3.5, 3.6 and 3.8 (kernel-builder pins 3.5.1, 3.6.0, 3.8.0: the same releases); its other
-/// CUTLASS versions are not published there.
+/// ("cutlass_3_6" -> {"cutlass", 3.6}); nullopt otherwise.
 std::optional<std::pair<std::string, util::Version>> provided_dependency(const std::string& dependency);
+
+/// The CUTLASS release kernel-builder pins for a `depends` name, and where kbuild gets it: PyPI's
+/// nvidia-cutlass wheel has 3.5, 3.6 and 3.8 (the same releases, 3.5.1, 3.6.0, 3.8.0); 2.10.0, 3.9.2,
+/// 4.0.0, 4.4.2 and 4.5.2 are not published there and come from the release's source archive.
+struct CutlassRelease {
+  std::string dependency;  ///< "cutlass_4_0"
+  std::string version;     ///< "4.0.0"
+  bool on_pypi = false;
+};
+std::optional<CutlassRelease> cutlass_release(const std::string& dependency);
+/// Which entries of a CUTLASS source archive ("cutlass-4.0.0/include/cute/tensor.hpp") form the
+/// headers, mapped below the install root ("include/cute/tensor.hpp"); the top directory's name is
+/// whatever the archive has.
+std::optional<std::string> cutlass_archive_entry(const std::string& name);
+/// CUTLASS_MAJOR.CUTLASS_MINOR.CUTLASS_PATCH as cutlass/version.h defines them; nullopt if absent.
+std::optional<std::string> cutlass_header_version(std::string_view version_h);
 
 /// The directory of an unpacked Torch wheel in the cache: toolchains/torch-<version>-<sha12>.
 std::filesystem::path torch_toolchain_dir(const util::CacheLayout& cache, const LockedArtifact& wheel);
