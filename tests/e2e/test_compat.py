@@ -425,7 +425,9 @@ def test_a_cutlass_release_missing_from_pypi_comes_from_its_pinned_source_archiv
     write_cutlass_archive(served / "v4.0.0.zip", "cutlass-4.0.0", 4, 0)
     kernel = write_kernel(tmp_path / "arc", "arc", "cuda", ARCHIVE_CU, "arc_cuda/arc.cu", depends='["cutlass_4_0"]')
     with archive_server(served) as (base, requests):
-        env = dict(os.environ, KBUILD_CUTLASS_URL=base + "/archive/v{version}.zip")
+        # A cache of the test's own: the served archives are not real CUTLASS, so nothing of them may
+        # land in the user's shared downloads or toolchains.
+        env = dict(os.environ, KBUILD_CUTLASS_URL=base + "/archive/v{version}.zip", KBUILD_CACHE=str(tmp_path / "cache"))
         built = run_kbuild(*build_args(kernel, "--backend", "cuda"), env=env)
         assert requests == ["/archive/v4.0.0.zip", "/codeload/v4.0.0.zip"], requests
         assert "pinned CUTLASS 4.0.0" in built.stdout + built.stderr
