@@ -1,4 +1,7 @@
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -6,9 +9,11 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "kbuild/hub/client.hpp"
 #include "kbuild/hub/commit_plan.hpp"
+#include "kbuild/hub/curl_transport.hpp"
 #include "kbuild/hub/retry.hpp"
 #include "kbuild/hub/token.hpp"
 #include "kbuild/hub/url_download.hpp"
@@ -322,4 +327,76 @@ TEST(UrlDownload, FollowsRedirectsRetriesAndReportsFailures) {
   options.max_bytes = 100;
   transport.answers = {ok(101)};
   EXPECT_FALSE(download_url(transport, "https://github.example/a.zip", "/tmp/x.zip", options));
+  EXPECT_EQ(transport.requests.back().max_response_bytes, 100u);  // the transport stops there
+  HttpResponse stopped;
+  stopped.status = 200;
+  stopped.too_large = true;
+  transport.answers = {stopped};
+  auto large = download_url(transport, "https://github.example/a.zip", "/tmp/x.zip", options);
+  ASSERT_FALSE(large);
+  EXPECT_NE(large.error().message.find("larger than 100 bytes"), std::string::npos);
+}
+
+namespace {
+// A one-shot HTTP server on loopback: answers every connection with `body` and no Content-Length
+// (so only counting the bytes can bound it), then closes.
+class EndlessishServer {
+ public:
+  explicit EndlessishServer(std::string body) : m_body(std::move(body)) {
+    m_socket = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(m_socket, reinterpret_cast<sockaddr*>(&address), sizeof address);
+    ::listen(m_socket, 4);
+    socklen_t length = sizeof address;
+    ::getsockname(m_socket, reinterpret_cast<sockaddr*>(&address), &length);
+    m_port = ntohs(address.sin_port);
+    m_thread = std::thread([this] {
+      for (int served = 0; served < 2; ++served) {
+        int client = ::accept(m_socket, nullptr, nullptr);
+        if (client < 0) return;
+        char request[4096];
+        (void)::recv(client, request, sizeof request, 0);
+        std::string answer = "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + m_body;
+        for (size_t sent = 0; sent < answer.size();) {
+          ssize_t n = ::send(client, answer.data() + sent, answer.size() - sent, MSG_NOSIGNAL);
+          if (n <= 0) break;
+          sent += static_cast<size_t>(n);
+        }
+        ::close(client);
+      }
+    });
+  }
+  ~EndlessishServer() {
+    ::shutdown(m_socket, SHUT_RDWR);
+    ::close(m_socket);
+    m_thread.join();
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(m_port) + "/archive.zip"; }
+
+ private:
+  std::string m_body;
+  int m_socket = -1;
+  int m_port = 0;
+  std::thread m_thread;
+};
+}  // namespace
+
+TEST(UrlDownload, TheCurlTransportStopsABodyPastTheLimit) {
+  EndlessishServer server(std::string(4u << 20, 'z'));
+  auto file = std::filesystem::temp_directory_path() / ("kbuild-url-" + std::to_string(::getpid()));
+  kbuild::hub::CurlTransport transport;
+  UrlDownloadOptions options;
+  options.max_bytes = 64u << 10;
+  auto refused = download_url(transport, server.url(), file, options);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("larger than 65536 bytes"), std::string::npos) << refused.error().message;
+  EXPECT_LE(std::filesystem::file_size(file), options.max_bytes);
+  options.max_bytes = 8u << 20;
+  auto whole = download_url(transport, server.url(), file, options);
+  ASSERT_TRUE(whole) << whole.error().message;
+  EXPECT_EQ(*whole, 4u << 20);
+  EXPECT_EQ(std::filesystem::file_size(file), 4u << 20);
+  std::filesystem::remove(file);
 }

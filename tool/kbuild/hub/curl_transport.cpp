@@ -91,6 +91,9 @@ struct ResponseSink {
   std::uint64_t file_bytes = 0;
   bool decided = false;
   bool failed = false;
+  std::uint64_t max_bytes = 0;  ///< 0: unbounded
+  std::uint64_t received = 0;
+  bool too_large = false;
 };
 
 size_t write_body(char* data, size_t size, size_t count, void* user) {
@@ -107,6 +110,11 @@ size_t write_body(char* data, size_t size, size_t count, void* user) {
         return 0;  // aborts the transfer
       }
     }
+  }
+  sink->received += n;
+  if (sink->max_bytes > 0 && sink->received > sink->max_bytes) {
+    sink->too_large = true;
+    return 0;  // aborts the transfer
   }
   if (sink->file) {
     if (std::fwrite(data, 1, n, sink->file) != n) return 0;
@@ -155,6 +163,7 @@ void configure(CURL* curl, const HttpRequest& request, HttpResponse& response, R
   sink.curl = curl;
   sink.memory = &response.body;
   if (request.response_file) sink.file_path = &*request.response_file;
+  sink.max_bytes = request.max_response_bytes;
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, write_body);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &sink);
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, write_header);
@@ -218,6 +227,11 @@ std::expected<HttpResponse, TransportError> CurlTransport::send(const HttpReques
   curl_slist_free_all(headers);
   bool write_failed = sink.failed || (sink.file && std::fclose(sink.file) != 0);
   if (write_failed) return std::unexpected(TransportError{"cannot write " + request.response_file->string(), false});
+  if (sink.too_large) {  // an answer, not a transport failure: retrying would not help
+    response.status = static_cast<int>(status);
+    response.too_large = true;
+    return response;
+  }
   long final_status = status;
   if (request.response_file && final_status >= 200 && final_status < 300 && !sink.decided) {
     // An empty 2xx body: the file must still exist, empty.

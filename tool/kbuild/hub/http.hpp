@@ -40,6 +40,9 @@ struct HttpRequest {
   /// When set, a 2xx response body is written to this file (created or truncated) instead of
   /// HttpResponse::body; other responses still fill `body`.
   std::optional<std::filesystem::path> response_file;
+  /// When not 0: a response body longer than this is not received; the transfer stops and the
+  /// response has too_large set.
+  std::uint64_t max_response_bytes = 0;
   /// Called with (bytes sent, bytes total) while the body is uploaded.
   std::function<void(std::uint64_t, std::uint64_t)> on_upload_progress;
 };
@@ -51,6 +54,9 @@ struct HttpResponse {
   /// With HttpRequest::response_file and a 2xx answer: the bytes written to that file (the body is
   /// then empty).
   std::uint64_t file_bytes = 0;
+  /// The body passed HttpRequest::max_response_bytes and the transfer was stopped (the body or
+  /// file holds only part of it).
+  bool too_large = false;
 };
 
 /// A failure to get any response (connection refused, reset, timeout). Retryable by nature.

@@ -33,6 +33,7 @@ Result<std::uint64_t> download_url(HttpTransport& transport, const std::string& 
   HttpRequest request;
   request.url = url;
   request.response_file = destination;
+  request.max_response_bytes = options.max_bytes;
   for (int redirects = 0;; ++redirects) {
     std::expected<HttpResponse, TransportError> outcome;
     for (int attempt = 0;; ++attempt) {
@@ -59,7 +60,7 @@ Result<std::uint64_t> download_url(HttpTransport& transport, const std::string& 
       return fail(download_error(
           "downloading " + request.url + " answered HTTP " + std::to_string(status),
           status == 404 ? "check that the release exists at that URL" : "try again later, or check the URL"));
-    if (outcome->file_bytes > options.max_bytes)
+    if (outcome->too_large || outcome->file_bytes > options.max_bytes)
       return fail(
           download_error(url + " is larger than " + std::to_string(options.max_bytes) + " bytes", "check the URL"));
     return outcome->file_bytes;

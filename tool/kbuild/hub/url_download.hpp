@@ -3,7 +3,7 @@
 // no package index serves, such as CUTLASS source archives. Redirects are followed (at most 5,
 // absolute or origin-relative), transient failures are retried with the Hub client's policy, and the
 // body is streamed to the destination file. The caller verifies the content (sha256); a download
-// larger than `max_bytes` is an error.
+// larger than `max_bytes` is stopped there and is an error.
 
 #include <cstdint>
 #include <filesystem>
