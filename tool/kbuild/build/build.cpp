@@ -77,7 +77,7 @@ toolchain::ProvisionOptions provision_options(const BuildRequest& request, Build
   provision.progress = request.download_progress;
   provision.host_cxx = local.cxx.cxx.string();
   provision.download_url = services.download_url;
-  provision.cutlass_archive_url = toolchain::cutlass_archive_url(services.env);
+  provision.cutlass_mirror_url = toolchain::cutlass_mirror_url(services.env);
   return provision;
 }
 

@@ -1,5 +1,6 @@
 #include "kbuild/build/matrix_session.hpp"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -124,28 +125,46 @@ bool needs_tvm_ffi(const std::vector<plan::MatrixEntry>& entries) {
                      [](const plan::MatrixEntry& e) { return e.variant.kind == config::Variant::Kind::tvm_ffi; });
 }
 
-Result<void> pin_matrix_toolchains(const std::vector<plan::MatrixEntry>& entries, toolchain::Provisioner& provisioner,
-                                   toolchain::LockFile& lock) {
+Result<void> pin_matrix_toolchains(const std::vector<plan::MatrixEntry>& entries,
+                                   const std::set<std::string>& header_dependencies,
+                                   toolchain::Provisioner& provisioner, toolchain::LockFile& lock) {
   // Every Torch and CUDA version of the matrix is pinned, including CUDA versions this machine has,
   // so the lock also serves machines without them.
-  std::set<std::string> torch, cuda;
+  std::set<std::string> torch, cuda, headers;
   for (const auto& entry : entries) {
     if (!entry.variant.compiled()) continue;
     if (entry.variant.kind != config::Variant::Kind::tvm_ffi) torch.insert(entry.torch.major_minor());
     if (entry.cuda && entry.cuda->major() >= 13) cuda.insert(entry.cuda->major_minor());
   }
   for (const auto& version : torch) KB_TRY(provisioner.artifacts("torch", *util::Version::parse(version)));
-  if (needs_tvm_ffi(entries)) KB_TRY(provisioner.artifacts("tvm-ffi", toolchain::k_tvm_ffi_series));
+  const bool tvm_ffi = needs_tvm_ffi(entries);
+  if (tvm_ffi) KB_TRY(provisioner.artifacts("tvm-ffi", toolchain::k_tvm_ffi_series));
   for (const auto& version : cuda) KB_TRY(provisioner.artifacts("cuda", *util::Version::parse(version)));
+  for (const auto& dependency : header_dependencies) {
+    auto provided = toolchain::provided_dependency(dependency);
+    if (!provided) continue;
+    KB_TRY(provisioner.artifacts(provided->first, provided->second));
+    headers.insert(toolchain::toolchain_name(provided->first, provided->second.major_minor()));
+  }
   for (auto it = lock.toolchains.begin(); it != lock.toolchains.end();) {
     std::string version = it->first.substr(it->first.find('-') + 1);
-    // Header libraries (cutlass-X.Y) and tvm-ffi are pinned by the builds that need them; kept here.
-    bool used = it->first.starts_with("torch-")  ? torch.count(version) > 0
-                : it->first.starts_with("cuda-") ? cuda.count(version) > 0
-                                                 : true;
+    bool used = it->first.starts_with("torch-")     ? torch.count(version) > 0
+                : it->first.starts_with("cuda-")    ? cuda.count(version) > 0
+                : it->first.starts_with("cutlass-") ? headers.count(it->first) > 0
+                : it->first.starts_with("tvm-ffi-") ? tvm_ffi
+                                                    : true;
     it = used ? std::next(it) : lock.toolchains.erase(it);
   }
   return {};
+}
+
+toolchain::LockFile pins_kept_by_update(const toolchain::LockFile& lock) {
+  toolchain::LockFile kept = lock;
+  std::erase_if(kept.toolchains, [](const auto& pin) {
+    return !std::all_of(pin.second.begin(), pin.second.end(),
+                        [](const toolchain::LockedArtifact& artifact) { return artifact.package == "cutlass-source"; });
+  });
+  return kept;
 }
 
 bool toolchains_present(const plan::MatrixEntry& entry, const toolchain::LockFile& lock, const util::CacheLayout& cache,

@@ -55,8 +55,15 @@ bool needs_tvm_ffi(const std::vector<plan::MatrixEntry>& entries);
 std::set<std::string> provided_header_dependencies(const config::KernelConfig& config,
                                                    const std::vector<plan::MatrixEntry>& entries);
 
-Result<void> pin_matrix_toolchains(const std::vector<plan::MatrixEntry>& entries, toolchain::Provisioner& provisioner,
-                                   toolchain::LockFile& lock);
+/// Pins (in `lock`, through `provisioner`) every toolchain of `entries` and the header libraries
+/// `header_dependencies` names (provided_header_dependencies), and drops the pins none of them uses.
+Result<void> pin_matrix_toolchains(const std::vector<plan::MatrixEntry>& entries,
+                                   const std::set<std::string>& header_dependencies,
+                                   toolchain::Provisioner& provisioner, toolchain::LockFile& lock);
+/// What `kbuild toolchains lock --update` starts from: `lock` without the pins a newer patch release
+/// can replace. CUTLASS source archives stay: their release is fixed by the `depends` name, and their
+/// pin is the sha256 a user compared with a copy they trust.
+toolchain::LockFile pins_kept_by_update(const toolchain::LockFile& lock);
 
 /// Provisions every toolchain `entries` needs. `base` carries the host compiler, Python headers and
 /// the system CUDA toolkit (if any); the toolchains are stored in `storage` (stable addresses).

@@ -28,13 +28,17 @@ Result<ExitCode> run_lock(const ToolchainsOptions& options, Services& services) 
   KB_TRY_ASSIGN(build::MatrixSession session,
                 build::open_matrix(services.fs, config, kernel_dir, {}, false, print_diagnostics));
   toolchain::LockFile previous = session.lock;
-  if (options.update) session.lock.toolchains.clear();
+  if (options.update) session.lock = build::pins_kept_by_update(session.lock);
   toolchain::ProvisionOptions provision;
   provision.cache = util::CacheLayout::from_environment(services.env);
   provision.python = options.python.empty() ? "python3" : options.python;
+  hub::CurlTransport transport;
+  provision.download_url = url_downloader(transport);
+  provision.cutlass_mirror_url = toolchain::cutlass_mirror_url(services.env);
   toolchain::Provisioner provisioner(services.launcher, services.fs, provision, session.lock,
                                      [](const std::string& line) { fmt::print("kbuild: {}\n", line); });
-  KB_TRY(build::pin_matrix_toolchains(session.all, provisioner, session.lock));
+  KB_TRY(build::pin_matrix_toolchains(session.all, build::provided_header_dependencies(config, session.all),
+                                      provisioner, session.lock));
   if (session.lock_existed && session.lock == previous) {
     fmt::print("{} is up to date\n", session.lock_path.string());
     return ExitCode::ok;
@@ -66,7 +70,7 @@ Result<ExitCode> run_fetch(const ToolchainsOptions& options, Services& services)
   provision.host_cxx = local.cxx.cxx.string();
   hub::CurlTransport transport;
   provision.download_url = url_downloader(transport);
-  provision.cutlass_archive_url = toolchain::cutlass_archive_url(services.env);
+  provision.cutlass_mirror_url = toolchain::cutlass_mirror_url(services.env);
   toolchain::Provisioner provisioner(services.launcher, services.fs, provision, session.lock,
                                      [](const std::string& line) { fmt::print("kbuild: {}\n", line); });
   std::deque<toolchain::Toolchain> storage;

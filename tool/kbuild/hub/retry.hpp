@@ -2,9 +2,10 @@
 // When to send a Hub request again, as the official clients do: on 408, 429, 500, 502, 503, 504
 // and on transport failures (timeouts, resets, refused connections); at most `max_retries` extra
 // attempts, waiting 1, 2, 4, 8, 8 s; a 429 with "RateLimit: ...;t=<s>" or a numeric Retry-After
-// waits that many seconds plus one instead. A connection that cannot be made at all (refused,
-// unknown host) is retried `max_connect_retries` times only (1 + 2 s), so that a wrong endpoint or
-// no network is reported in seconds, not after half a minute.
+// waits that many seconds plus one instead, unless that is more than `max_server_wait_seconds`:
+// then the answer is reported at once rather than hanging on a server's say-so. A connection that cannot be made at all
+// (refused, unknown host) is retried `max_connect_retries` times only (1 + 2 s), so that a wrong endpoint or no network
+// is reported in seconds, not after half a minute.
 
 #include <expected>
 #include <optional>
@@ -18,6 +19,7 @@ struct RetryPolicy {
   int max_connect_retries = 2;
   double base_seconds = 1.0;
   double max_seconds = 8.0;
+  double max_server_wait_seconds = 600.0;  // the Hub's rate-limit windows are 5 minutes
 };
 
 /// The wait before attempt `attempt + 1` (attempt counts from 0), or nullopt to stop and report.

@@ -50,9 +50,15 @@ Result<std::uint64_t> download_url(HttpTransport& transport, const std::string& 
       auto location = outcome->headers.get("location");
       if (!location || redirects == 5)
         return fail(download_error("too many or malformed redirects downloading " + url, "check the URL"));
-      if (location->starts_with("/")) *location = origin_of(request.url) + *location;
+      if (location->starts_with("//"))
+        *location = request.url.substr(0, request.url.find("://") + 1) + *location;
+      else if (location->starts_with("/"))
+        *location = origin_of(request.url) + *location;
       if (!is_http_url(*location))
         return fail(download_error(url + " redirects to an unsupported URL: " + *location, "check the URL"));
+      if (request.url.starts_with("https://") && !location->starts_with("https://"))
+        return fail(download_error(url + " redirects from https to plain http (" + *location + "); refused",
+                                   "use a mirror that stays on https"));
       request.url = *location;
       continue;
     }

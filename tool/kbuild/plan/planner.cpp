@@ -224,10 +224,12 @@ class CompiledVariantPlanner {
   Result<std::vector<Unit>> collect_units() const {
     auto components = enabled_components(m_config, m_variant.backend, &m_tc);
     if (auto reason = unsupported_dependency(components))
-      return fail(*reason,
-                  "kbuild provides torch and CUTLASS (cutlass_2_10, cutlass_3_5 ... cutlass_4_5); "
-                  "metal-cpp and sycl_tla belong to backends kbuild does not build; see docs/build-toml.md",
-                  ExitCode::usage);
+      return fail(
+          *reason,
+          "kbuild provides torch and CUTLASS (cutlass_2_10, cutlass_3_5, cutlass_3_6, cutlass_3_8, cutlass_3_9, "
+          "cutlass_4_0, cutlass_4_4, cutlass_4_5); "
+          "metal-cpp and sycl_tla belong to backends kbuild does not build; see docs/build-toml.md",
+          ExitCode::usage);
     std::vector<Unit> units;
     for (const auto& src : m_config.torch.src)
       if (compile_kind(src))

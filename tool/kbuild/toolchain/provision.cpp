@@ -58,9 +58,13 @@ std::optional<std::string> torch_wheel_entry(const std::string& name) {
   return std::nullopt;
 }
 
-std::string cutlass_archive_url(const util::Environment& env) {
-  auto url = env.get("KBUILD_CUTLASS_URL");
-  return url && !url->empty() ? *url : std::string(k_cutlass_archive_url);
+std::string cutlass_mirror_url(const util::Environment& env) { return env.get("KBUILD_CUTLASS_URL").value_or(""); }
+
+std::string expand_archive_url(std::string url_template, const std::string& version) {
+  static constexpr std::string_view k_placeholder = "{version}";
+  for (size_t at = 0; (at = url_template.find(k_placeholder, at)) != std::string::npos; at += version.size())
+    url_template.replace(at, k_placeholder.size(), version);
+  return url_template;
 }
 
 std::optional<CutlassRelease> cutlass_release(const std::string& dependency) {
@@ -253,7 +257,7 @@ Result<std::vector<LockedArtifact>> Provisioner::artifacts(const std::string& co
         cutlass_release("cutlass_" + std::to_string(major_minor.major()) + "_" + std::to_string(major_minor.minor()));
     if (!release) return fail(toolchain_error("kbuild does not know CUTLASS " + major_minor.major_minor()));
     KB_TRY_ASSIGN(auto artifact,
-                  release->on_pypi ? resolve("nvidia-cutlass", spec, false) : resolve_source_archive(release->version));
+                  release->on_pypi ? resolve("nvidia-cutlass", spec, false) : resolve_source_archive(*release));
     artifacts.push_back(artifact);
   } else if (component == "tvm-ffi") {
     KB_TRY_ASSIGN(auto artifact, resolve("apache-tvm-ffi", spec, true));  // a CPython-specific wheel
@@ -278,7 +282,10 @@ Result<fs::path> Provisioner::fetch(const LockedArtifact& artifact) {
   if (m_fs.stat(destination).is_file) return destination;  // verified when it was stored
   ScratchDir scratch(m_fs, m_options.cache.temp(), "download");
   if (!artifact.url.empty()) {
-    KB_TRY_ASSIGN(fs::path downloaded, download_archive(artifact.url, scratch.path, artifact.file));
+    const bool mirrored = artifact.package == "cutlass-source" && !m_options.cutlass_mirror_url.empty();
+    const std::string url =
+        mirrored ? expand_archive_url(m_options.cutlass_mirror_url, artifact.version) : artifact.url;
+    KB_TRY_ASSIGN(fs::path downloaded, download_archive(url, scratch.path, artifact.file));
     return store_verified(downloaded, artifact, destination);
   }
   std::vector<std::string> argv = {m_options.python,
@@ -316,8 +323,12 @@ Result<fs::path> Provisioner::store_verified(const fs::path& downloaded, const L
   if (sha256 != artifact.sha256)
     return fail(toolchain_error("sha256 mismatch for " + artifact.file + ": got " + sha256 + ", kbuild.lock pins " +
                                     artifact.sha256 + "; the file was not used",
-                                "the download is corrupt or was tampered with; if the change is expected, "
-                                "re-pin with `kbuild toolchains lock`"));
+                                artifact.url.empty()
+                                    ? "the download is corrupt or was tampered with; if the change is expected, "
+                                      "re-pin with `kbuild toolchains lock --update`"
+                                    : "the download is corrupt, was tampered with, or the mirror (KBUILD_CUTLASS_URL) "
+                                      "serves other bytes; if the change is expected, remove the entry of " +
+                                          artifact.file + " from kbuild.lock and run `kbuild toolchains lock`"));
   KB_TRY(m_fs.make_dirs(destination.parent_path()));
   KB_TRY(m_fs.rename(downloaded, destination));
   return destination;
@@ -333,16 +344,28 @@ Result<fs::path> Provisioner::download_archive(const std::string& url, const fs:
   return downloaded;
 }
 
-Result<LockedArtifact> Provisioner::resolve_source_archive(const std::string& version) {
+Result<LockedArtifact> Provisioner::resolve_source_archive(const CutlassRelease& release) {
+  const std::string& version = release.version;
   LockedArtifact artifact;
   artifact.package = "cutlass-source";
   artifact.version = version;
   artifact.file = "cutlass-" + version + ".zip";
-  artifact.url = m_options.cutlass_archive_url;
-  for (size_t at; (at = artifact.url.find("{version}")) != std::string::npos;)
-    artifact.url.replace(at, std::string_view("{version}").size(), version);
+  artifact.url = expand_archive_url(
+      m_options.cutlass_mirror_url.empty() ? std::string(k_cutlass_archive_url) : m_options.cutlass_mirror_url,
+      version);
   ScratchDir scratch(m_fs, m_options.cache.temp(), "resolve");
   KB_TRY_ASSIGN(fs::path downloaded, download_archive(artifact.url, scratch.path, artifact.file));
+  // Nothing is pinned before the archive proves to hold the release: a wrong pin would outlive the run.
+  fs::path probe = scratch.path / "probe";
+  auto extracted = extract_zip(m_fs, downloaded, probe, [](const std::string& name) -> std::optional<std::string> {
+    auto entry = cutlass_archive_entry(name);
+    return entry && *entry == "include/cutlass/version.h" ? entry : std::nullopt;
+  });
+  if (!extracted)
+    return fail(toolchain_error(
+        "the download from " + artifact.url + " is not a readable zip archive: " + extracted.error().message,
+        "check the URL (KBUILD_CUTLASS_URL) and try again"));
+  KB_TRY(check_cutlass_release(probe / "include", artifact, release.dependency));
   KB_TRY_ASSIGN(artifact.sha256, util::sha256_file_hex(m_fs, downloaded));
   fs::path destination = m_options.cache.downloads() / artifact.sha256 / artifact.file;
   KB_TRY(m_fs.make_dirs(destination.parent_path()));
@@ -384,26 +407,24 @@ Result<TorchInstall> Provisioner::torch(const util::Version& major_minor) {
 Result<HeaderLibrary> Provisioner::header_library(const std::string& dependency) {
   auto provided = provided_dependency(dependency);
   if (!provided) return fail(toolchain_error("kbuild cannot provide the dependency \"" + dependency + "\""));
+  const std::string name = toolchain_name(provided->first, provided->second.major_minor());
+  const bool newly_pinned = m_lock.find(name) == nullptr;
   KB_TRY_ASSIGN(auto artifacts, this->artifacts(provided->first, provided->second));
-  const LockedArtifact& artifact = artifacts.front();
+  const LockedArtifact artifact = artifacts.front();
   const bool wheel = artifact.url.empty();
   fs::path root =
       m_options.cache.toolchains() / (provided->first + "-" + artifact.version + "-" + artifact.sha256.substr(0, 12));
   const fs::path include = wheel ? fs::path("cutlass_library/source/include") : fs::path("include");
   const fs::path util_include =
       wheel ? fs::path("cutlass_library/source/tools/util/include") : fs::path("tools/util/include");
-  KB_TRY(unpack_wheel(artifact, root, wheel ? cutlass_wheel_entry : cutlass_archive_entry, "headers",
-                      (include / "cutlass/cutlass.h").string()));
+  auto unpacked = unpack_wheel(artifact, root, wheel ? cutlass_wheel_entry : cutlass_archive_entry, "headers",
+                               (include / "cutlass/cutlass.h").string());
   // The archive must hold the release the dependency names, not merely some CUTLASS.
-  auto version_h = m_fs.read_file(root / include / "cutlass/version.h");
-  auto found = version_h ? cutlass_header_version(*version_h) : std::nullopt;
-  auto found_version = found ? util::Version::parse(*found) : std::nullopt;
-  if (!found_version || found_version->major_minor() != provided->second.major_minor())
-    return fail(toolchain_error(artifact.file + " holds " + (found ? "CUTLASS " + *found : "no cutlass/version.h") +
-                                    ", not CUTLASS " + provided->second.major_minor() + " (" + dependency + ")",
-                                std::string(wheel ? "" : "check KBUILD_CUTLASS_URL, then ") + "remove \"" +
-                                    toolchain_name(provided->first, provided->second.major_minor()) +
-                                    "\" from kbuild.lock and build again"));
+  if (unpacked) unpacked = check_cutlass_release(root / include, artifact, dependency);
+  if (!unpacked) {
+    if (newly_pinned) m_lock.toolchains.erase(name);  // a pin that failed its first use is not kept
+    return fail(unpacked.error());
+  }
   HeaderLibrary library;
   library.dependency = dependency;
   library.version = artifact.version;
@@ -411,6 +432,24 @@ Result<HeaderLibrary> Provisioner::header_library(const std::string& dependency)
   library.include_dirs = {root / include, root / util_include};
   library.origin = wheel ? "wheel:" + artifact.file : "archive:" + artifact.url;
   return library;
+}
+
+Result<void> Provisioner::check_cutlass_release(const fs::path& include, const LockedArtifact& artifact,
+                                                const std::string& dependency) const {
+  const bool wheel = artifact.url.empty();
+  auto version_h = m_fs.read_file(include / "cutlass/version.h");
+  auto found = version_h ? cutlass_header_version(*version_h) : std::nullopt;
+  auto found_version = found ? util::Version::parse(*found) : std::nullopt;
+  auto expected = util::Version::parse(artifact.version);
+  bool matches = found_version && expected &&
+                 (wheel ? found_version->major_minor() == expected->major_minor() : *found == artifact.version);
+  if (matches) return {};
+  return fail(toolchain_error(
+      artifact.file + " holds " + (found ? "CUTLASS " + *found : "no cutlass/version.h") + ", not CUTLASS " +
+          (wheel && expected ? expected->major_minor() : artifact.version) + " (" + dependency + ")",
+      wheel ? "remove its cutlass entry from kbuild.lock and build again"
+            : "check the URL (" + artifact.url + ", or KBUILD_CUTLASS_URL): it must serve CUTLASS " + artifact.version +
+                  "; if kbuild.lock pins it, remove that entry and build again"));
 }
 
 Result<TvmFfiInstall> Provisioner::tvm_ffi(const util::Version& series) {

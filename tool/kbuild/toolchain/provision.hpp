@@ -37,8 +37,10 @@ using UrlDownloader = std::function<Result<void>(const std::string& url, const s
 inline constexpr const char* k_cutlass_archive_url =
     "https://github.com/NVIDIA/cutlass/archive/refs/tags/v{version}.zip";
 
-/// KBUILD_CUTLASS_URL when set and not empty, else k_cutlass_archive_url.
-std::string cutlass_archive_url(const util::Environment& env);
+/// KBUILD_CUTLASS_URL, or "" when unset or empty.
+std::string cutlass_mirror_url(const util::Environment& env);
+/// `url_template` with every "{version}" replaced by `version`.
+std::string expand_archive_url(std::string url_template, const std::string& version);
 
 struct ProvisionOptions {
   util::CacheLayout cache;         ///< where downloads and toolchains live
@@ -50,8 +52,21 @@ struct ProvisionOptions {
   std::string host_cxx = "g++";
   /// Fetches source archives (CUTLASS releases not on PyPI); empty: such artifacts are an error.
   UrlDownloader download_url = {};
-  std::string cutlass_archive_url = k_cutlass_archive_url;
+  /// A mirror of CUTLASS source archives (a URL template, see k_cutlass_archive_url) used for new pins
+  /// and for fetching pinned ones alike; empty: new pins come from k_cutlass_archive_url and pinned
+  /// archives from the URL their pin records. The sha256 of the pin is checked either way.
+  std::string cutlass_mirror_url;
 };
+
+/// The CUTLASS release kernel-builder pins for a `depends` name, and where kbuild gets it: PyPI's
+/// nvidia-cutlass wheel has 3.5, 3.6 and 3.8 (the same releases, 3.5.1, 3.6.0, 3.8.0); 2.10.0, 3.9.2,
+/// 4.0.0, 4.4.2 and 4.5.2 are not published there and come from the release's source archive.
+struct CutlassRelease {
+  std::string dependency;  ///< "cutlass_4_0"
+  std::string version;     ///< "4.0.0"
+  bool on_pypi = false;
+};
+std::optional<CutlassRelease> cutlass_release(const std::string& dependency);
 
 /// Lines of progress ("fetching torch-2.15.0-...whl (539 MB)") go here.
 using ProgressSink = std::function<void(const std::string&)>;
@@ -84,8 +99,14 @@ class Provisioner {
 
  private:
   Result<LockedArtifact> resolve(const std::string& package, const std::string& spec, bool torch_wheel);
-  /// Downloads a CUTLASS release's source archive and pins it by the sha256 of what arrived.
-  Result<LockedArtifact> resolve_source_archive(const std::string& version);
+  /// Downloads a CUTLASS release's source archive and pins it by the sha256 of what arrived, once
+  /// its cutlass/version.h names exactly that release.
+  Result<LockedArtifact> resolve_source_archive(const CutlassRelease& release);
+  /// Checks that the CUTLASS headers under `include` (holding cutlass/version.h) are `artifact`'s
+  /// release: for a source archive exactly, for a wheel its major.minor (the wheel's own version
+  /// may add a fourth number). `dependency` names the build.toml dependency for the message.
+  Result<void> check_cutlass_release(const std::filesystem::path& include, const LockedArtifact& artifact,
+                                     const std::string& dependency) const;
   /// Downloads `url` into the cache's temp area and checks it against `sha256` when one is given.
   Result<std::filesystem::path> download_archive(const std::string& url, const std::filesystem::path& scratch,
                                                  const std::string& file);
@@ -112,15 +133,6 @@ class Provisioner {
 /// ("cutlass_3_6" -> {"cutlass", 3.6}); nullopt otherwise.
 std::optional<std::pair<std::string, util::Version>> provided_dependency(const std::string& dependency);
 
-/// The CUTLASS release kernel-builder pins for a `depends` name, and where kbuild gets it: PyPI's
-/// nvidia-cutlass wheel has 3.5, 3.6 and 3.8 (the same releases, 3.5.1, 3.6.0, 3.8.0); 2.10.0, 3.9.2,
-/// 4.0.0, 4.4.2 and 4.5.2 are not published there and come from the release's source archive.
-struct CutlassRelease {
-  std::string dependency;  ///< "cutlass_4_0"
-  std::string version;     ///< "4.0.0"
-  bool on_pypi = false;
-};
-std::optional<CutlassRelease> cutlass_release(const std::string& dependency);
 /// Which entries of a CUTLASS source archive ("cutlass-4.0.0/include/cute/tensor.hpp") form the
 /// headers, mapped below the install root ("include/cute/tensor.hpp"); the top directory's name is
 /// whatever the archive has.
