@@ -145,6 +145,25 @@ TEST_F(BuildFixture, ALocalBuildInstallsTheVariantThenHasNothingToDo) {
   EXPECT_TRUE(runner.started.empty());
 }
 
+TEST_F(BuildFixture, ABackendWithoutComponentsIsANoarchVariantAndTheBuildSaysSo) {
+  std::string toml = k_build_toml;
+  fs.put("/k/build.toml", toml.substr(0, toml.find("[kernel.relu_cuda]")));
+  auto outcome = build::build(request(), services);
+  ASSERT_TRUE(outcome) << outcome.error().message;
+  EXPECT_EQ(outcome->variants, (std::vector<std::string>{"torch211-cxx11-cpu-x86_64-linux", "torch-cuda"}));
+  EXPECT_TRUE(fs.has("/k/build/torch-cuda/__init__.py"));
+  auto warned = std::find_if(reporter.warnings.begin(), reporter.warnings.end(), [](const std::string& w) {
+    return w.find("the cuda backend has no [kernel.*] component: built as the noarch variant torch-cuda") !=
+           std::string::npos;
+  });
+  EXPECT_NE(warned, reporter.warnings.end());
+  // With components for every backend, nothing is said.
+  reporter.warnings.clear();
+  fs.put("/k/build.toml", k_build_toml);
+  ASSERT_TRUE(build::build(request(), services));
+  for (const auto& warning : reporter.warnings) EXPECT_EQ(warning.find("no [kernel.*] component"), std::string::npos);
+}
+
 TEST_F(BuildFixture, AnEditedSourceRebuildsOnlyWhatDependsOnIt) {
   // (Without the cache: the fake compiler's object does not depend on the source, so the cache
   // would serve the link.)

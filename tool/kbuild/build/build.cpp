@@ -139,6 +139,27 @@ Result<void> provide_dependencies(const BuildRequest& request, BuildServices& se
   return {};
 }
 
+// A Torch kernel's backend without [kernel.*] components is built as a noarch variant, as kernel-builder
+// does (nix-builder/lib/build.nix: "No compiled kernel files? Treat it as a noarch package."). The
+// loader then serves that backend's machines the Python code alone, which is rarely what the author
+// meant, so the build says so.
+std::vector<std::string> component_less_backend_warnings(const config::KernelConfig& config,
+                                                         const std::vector<plan::VariantBuild>& variants) {
+  std::vector<std::string> warnings;
+  if (config.framework != config::Framework::torch) return warnings;
+  std::set<std::string> named;
+  for (const auto& build : variants) {
+    if (build.variant.kind != config::Variant::Kind::noarch || !named.insert(build.variant.name()).second) continue;
+    const std::string backend = config::to_string(build.variant.backend);
+    warnings.push_back("the " + backend + " backend has no [kernel.*] component: built as the noarch variant " +
+                       build.variant.name() + ", as kernel-builder does; on " + backend +
+                       " machines the loader picks it and only torch-ext's Python code runs (no compiled op). "
+                       "Add a component for " +
+                       backend + ", or drop it from general.backends");
+  }
+  return warnings;
+}
+
 Result<exec::ExecSummary> execute(const BuildRequest& request, BuildServices& services, const plan::JobGraph& graph,
                                   const std::filesystem::path& work_dir) {
   const auto state_file = work_dir / "state";
@@ -224,6 +245,7 @@ Result<BuildOutcome> build(const BuildRequest& request, BuildServices& services)
     KB_TRY_ASSIGN(variants, select_local_variants(config, toolchains.back(), request.backends,
                                                   [&](const std::string& w) { services.reporter.warning(w); }));
   }
+  for (const auto& warning : component_less_backend_warnings(config, variants)) services.reporter.warning(warning);
   KB_TRY_ASSIGN(BuildIdentity identity, build_identity(services.fs, services.launcher, kernel_dir, request.unique_id));
 
   plan::PlanRequest plan_request;
