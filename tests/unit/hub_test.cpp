@@ -80,8 +80,15 @@ TEST(HubRetry, HonoursRetryAfterAndRateLimit) {
   // A server asking for more than max_server_wait_seconds is reported, not waited on.
   EXPECT_EQ(retry_delay(policy, 0, status(429, {{"Retry-After", "600"}})), 601.0);
   EXPECT_FALSE(retry_delay(policy, 0, status(429, {{"Retry-After", "601"}})));
-  EXPECT_FALSE(retry_delay(policy, 0, status(503, {{"Retry-After", "1e300"}})));
   EXPECT_FALSE(retry_delay(policy, 0, status(429, {{"RateLimit", "\"api\";r=0;t=86400"}})));
+  const std::string forever(400, '9');  // past what a double holds: never an exception
+  EXPECT_FALSE(retry_delay(policy, 0, status(503, {{"Retry-After", forever}})));
+  EXPECT_FALSE(retry_delay(policy, 0, status(429, {{"RateLimit", "\"api\";r=0;t=" + forever}})));
+  EXPECT_EQ(retry_delay(policy, 0, status(503, {{"Retry-After", "1e300"}})), 1.0);  // not delay-seconds: ignored
+  EXPECT_EQ(long_wait_hint(policy, *status(429, {{"Retry-After", "3600"}})).substr(0, 40),
+            "the server asks to wait 3600 s before th");
+  EXPECT_NE(long_wait_hint(policy, *status(503, {{"Retry-After", forever}})).find("wait forever"), std::string::npos);
+  EXPECT_EQ(long_wait_hint(policy, *status(429, {{"Retry-After", "30"}})), "");
 }
 
 TEST(HubPlan, AddsChangedDeletesStaleInsideOwnedPrefixesOnly) {
@@ -155,6 +162,19 @@ TEST(HubClientTest, RetriesThenSucceedsAndSleepsAsTold) {
   EXPECT_EQ(slept, (std::vector<double>{3.0, 2.0}));
   EXPECT_EQ(transport.requests[0].url, "http://hub/api/kernels/org/k/refs");
   EXPECT_EQ(*transport.requests[0].headers.get("authorization"), "Bearer hf_tok");
+}
+
+TEST(HubClientTest, AServerAskingForALongerWaitIsReportedAtOnceWithWhatItAsked) {
+  ScriptedTransport transport;
+  transport.answers = {status(429, {{"RateLimit", "\"api\";r=0;t=3600"}})};
+  std::vector<double> slept;
+  HubClient client(transport, "http://hub", std::nullopt, {}, [&](double s) { slept.push_back(s); });
+  auto refs = client.list_refs({"kernel", "org/k"});
+  ASSERT_FALSE(refs);
+  EXPECT_TRUE(slept.empty());
+  EXPECT_EQ(transport.requests.size(), 1u);
+  EXPECT_NE(refs.error().message.find("answered 429"), std::string::npos) << refs.error().message;
+  EXPECT_NE(refs.error().hint.find("asks to wait 3600 s"), std::string::npos) << refs.error().hint;
 }
 
 TEST(HubClientTest, ErrorsAreSpecificAndNeverShowTheToken) {

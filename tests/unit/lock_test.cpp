@@ -208,6 +208,7 @@ TEST(Provision, CutlassSourceArchivesArePinnedOnFirstFetchAndVerifiedAfter) {
   {
     Provisioner provisioner(launcher, real, options, lock, [](const std::string&) {});
     ASSERT_TRUE(provisioner.header_library("cutlass_4_0"));
+    ASSERT_EQ(fetched.size(), 2u);
     EXPECT_EQ(fetched.back(), "https://mirror.example/cutlass/v4.0.0.zip");
   }
   // With another mirror set, the pinned archive comes from that mirror, still checked against the pin.
@@ -215,8 +216,11 @@ TEST(Provision, CutlassSourceArchivesArePinnedOnFirstFetchAndVerifiedAfter) {
   options.cutlass_mirror_url = "https://other.example/c/v{version}.zip";
   {
     Provisioner provisioner(launcher, real, options, lock, [](const std::string&) {});
-    ASSERT_TRUE(provisioner.header_library("cutlass_4_0"));
+    auto mirrored = provisioner.header_library("cutlass_4_0");
+    ASSERT_TRUE(mirrored);
+    ASSERT_EQ(fetched.size(), 3u);
     EXPECT_EQ(fetched.back(), "https://other.example/c/v4.0.0.zip");
+    EXPECT_EQ(mirrored->origin, "archive:https://other.example/c/v4.0.0.zip");
     EXPECT_FALSE(provisioner.lock_changed());
   }
   // Another machine (empty cache), --locked: the archive now served differs from the pin.
@@ -229,7 +233,9 @@ TEST(Provision, CutlassSourceArchivesArePinnedOnFirstFetchAndVerifiedAfter) {
     ASSERT_FALSE(refused);
     EXPECT_NE(refused.error().message.find("sha256 mismatch for cutlass-4.0.0.zip"), std::string::npos)
         << refused.error().message;
-    EXPECT_NE(refused.error().hint.find("remove the entry of cutlass-4.0.0.zip from kbuild.lock"), std::string::npos);
+    EXPECT_NE(refused.error().hint.find("the download from https://other.example/c/v4.0.0.zip"), std::string::npos)
+        << refused.error().hint;
+    EXPECT_NE(refused.error().hint.find("remove the \"cutlass-4.0\" entry from kbuild.lock"), std::string::npos);
     EXPECT_FALSE(fs::exists(options.cache.toolchains()));
   }
   // A mirror that serves another release under the asked-for name is caught by cutlass/version.h
@@ -254,7 +260,7 @@ TEST(Provision, CutlassSourceArchivesArePinnedOnFirstFetchAndVerifiedAfter) {
     EXPECT_FALSE(fresh.find("cutlass-4.0"));
     EXPECT_FALSE(provisioner.lock_changed());
   }
-  // The right release but no headers: the pin that failed its first use is dropped again.
+  // The right release but no headers: refused before anything is pinned.
   write_zip(dir / "served/v4.0.0.zip",
             {{"cutlass-4.0.0/include/cutlass/version.h",
               "#define CUTLASS_MAJOR 4\n#define CUTLASS_MINOR 0\n#define CUTLASS_PATCH 0\n"}});
@@ -267,6 +273,62 @@ TEST(Provision, CutlassSourceArchivesArePinnedOnFirstFetchAndVerifiedAfter) {
     EXPECT_NE(headerless.error().message.find("has no include/cutlass/cutlass.h"), std::string::npos)
         << headerless.error().message;
     EXPECT_FALSE(fresh.find("cutlass-4.0"));
+    EXPECT_FALSE(provisioner.lock_changed());
+  }
+  // A pin already in the lock whose archive turns out headerless is reported and kept (it is the
+  // lock's to change, with the hint), not silently dropped.
+  {
+    LockFile fresh;
+    options.cache.root = dir / "cache6";
+    write_cutlass_archive(dir / "served/v4.0.0.zip", "cutlass-4.0.0", 4, 0);
+    Provisioner provisioner(launcher, real, options, fresh, [](const std::string&) {});
+    ASSERT_TRUE(provisioner.artifacts("cutlass", *kbuild::util::Version::parse("4.0")));
+    LockedArtifact pin = fresh.find("cutlass-4.0")->front();
+    // The cached download is replaced by a headerless archive with the pinned name and sha256.
+    fs::path cached = options.cache.downloads() / pin.sha256 / pin.file;
+    write_zip(cached, {{"cutlass-4.0.0/include/cutlass/version.h",
+                        "#define CUTLASS_MAJOR 4\n#define CUTLASS_MINOR 0\n#define CUTLASS_PATCH 0\n"}});
+    auto broken = provisioner.header_library("cutlass_4_0");
+    ASSERT_FALSE(broken);
+    EXPECT_NE(broken.error().message.find("has no include/cutlass/cutlass.h"), std::string::npos)
+        << broken.error().message;
+    EXPECT_TRUE(fresh.find("cutlass-4.0"));  // pinned before this call: kept
+  }
+  // CUTLASS 2.x archives have no include/cutlass/version.h: the release is CMakeLists.txt's and the
+  // header is configured from cmake/version.h.in, as CUTLASS's CMake install does.
+  {
+    write_zip(dir / "served/v2.10.0.zip",
+              {{"cutlass-2.10.0/CMakeLists.txt",
+                "cmake_minimum_required(VERSION 3.12.4)\n"
+                "project(CUTLASS VERSION 2.10.0 LANGUAGES CXX)\n"},
+               {"cutlass-2.10.0/cmake/version.h.in",
+                "#define CUTLASS_MAJOR @CUTLASS_VERSION_MAJOR@\n#define CUTLASS_MINOR @CUTLASS_VERSION_MINOR@\n"
+                "#define CUTLASS_PATCH @CUTLASS_VERSION_PATCH@\n#define CUTLASS_BUILD @CUTLASS_VERSION_BUILD@\n"
+                "const char* v = \"@CUTLASS_VERSION@\";\n"},
+               {"cutlass-2.10.0/include/cutlass/cutlass.h", "#pragma once\n"},
+               {"cutlass-2.10.0/tools/profiler/src/options.cu", "// not a header\n"}});
+    LockFile fresh;
+    options.cache.root = dir / "cache7";
+    Provisioner provisioner(launcher, real, options, fresh, [](const std::string&) {});
+    auto old_release = provisioner.header_library("cutlass_2_10");
+    ASSERT_TRUE(old_release) << old_release.error().message << "\n" << old_release.error().hint;
+    EXPECT_EQ(fresh.find("cutlass-2.10")->front().version, "2.10.0");
+    std::ifstream configured(old_release->include_dirs[0] / "cutlass/version.h");
+    std::string text((std::istreambuf_iterator<char>(configured)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(text,
+              "#define CUTLASS_MAJOR 2\n#define CUTLASS_MINOR 10\n#define CUTLASS_PATCH 0\n#define CUTLASS_BUILD \n"
+              "const char* v = \"2.10.0\";\n");
+    // Served as another release's tree, it is refused before anything is pinned.
+    write_zip(dir / "served/v2.10.0.zip",
+              {{"cutlass-2.11.0/CMakeLists.txt", "project(CUTLASS VERSION 2.11.0 LANGUAGES CXX)\n"},
+               {"cutlass-2.11.0/include/cutlass/cutlass.h", "#pragma once\n"}});
+    LockFile other;
+    options.cache.root = dir / "cache8";
+    auto wrong = Provisioner(launcher, real, options, other, [](const std::string&) {}).header_library("cutlass_2_10");
+    ASSERT_FALSE(wrong);
+    EXPECT_NE(wrong.error().message.find("holds CUTLASS 2.11.0, not CUTLASS 2.10.0 (cutlass_2_10)"), std::string::npos)
+        << wrong.error().message;
+    EXPECT_TRUE(other.toolchains.empty());
   }
   // Without a downloader (a library user that wired none), a clear error rather than a crash.
   options.download_url = {};

@@ -139,4 +139,19 @@ TEST(HeaderLibraries, SourceArchiveEntriesAndVersionHeader) {
   EXPECT_FALSE(cutlass_header_version("#define CUTLASS_MAJOR x\n#define CUTLASS_MINOR 0\n#define CUTLASS_PATCH 0\n"));
   // A longer macro name is not the one asked for.
   EXPECT_FALSE(cutlass_header_version("#define CUTLASS_MAJOR_X 4\n#define CUTLASS_MINOR 0\n#define CUTLASS_PATCH 0\n"));
+  // CUTLASS 2.x: the release from CMakeLists.txt (top level only), the header from its template.
+  EXPECT_EQ(cutlass_archive_entry("cutlass-2.10.0/CMakeLists.txt"), "CMakeLists.txt");
+  EXPECT_EQ(cutlass_archive_entry("cutlass-2.10.0/cmake/version.h.in"), "cmake/version.h.in");
+  EXPECT_FALSE(cutlass_archive_entry("cutlass-2.10.0/examples/CMakeLists.txt"));
+  using kbuild::toolchain::cutlass_cmake_version;
+  EXPECT_EQ(cutlass_cmake_version("cmake_minimum_required(VERSION 3.12.4 FATAL_ERROR)\n\n"
+                                  "project(CUTLASS VERSION 2.10.0 LANGUAGES CXX)\n"),
+            "2.10.0");
+  EXPECT_EQ(cutlass_cmake_version("project( CUTLASS VERSION 3.9.2)"), "3.9.2");
+  EXPECT_FALSE(cutlass_cmake_version("cmake_minimum_required(VERSION 3.12.4)\nproject(Other VERSION 1.0.0)\n"));
+  EXPECT_FALSE(cutlass_cmake_version("project(CUTLASS VERSION 2.10.0.1)"));
+  EXPECT_EQ(
+      kbuild::toolchain::render_cutlass_version_h(
+          "#define CUTLASS_MINOR @CUTLASS_VERSION_MINOR@ @CUTLASS_VERSION_MINOR@\n\"@CUTLASS_REVISION@\"", "2.10.0"),
+      "#define CUTLASS_MINOR 10 10\n\"\"");
 }

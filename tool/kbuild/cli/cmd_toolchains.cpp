@@ -109,11 +109,12 @@ void register_toolchains(CLI::App& app, CommandAction& action) {
   CLI::App* group = app.add_subcommand("toolchains", "Pin (kbuild.lock) and fetch the toolchains of the matrix");
   group->require_subcommand(1);
   auto options = std::make_shared<ToolchainsOptions>();
-  CLI::App* lock =
-      group->add_subcommand("lock", "Resolve every Torch and CUDA toolchain of the matrix and write kbuild.lock");
+  CLI::App* lock = group->add_subcommand(
+      "lock", "Pin every Torch, CUDA, tvm-ffi and CUTLASS toolchain of the matrix in kbuild.lock");
   lock->add_option("kernel_dir", options->kernel_dir, "Kernel directory")->capture_default_str();
   lock->add_option("--python", options->python, "Interpreter whose pip resolves (default python3)");
-  lock->add_flag("--update", options->update, "Re-resolve every pin to the newest patch release");
+  lock->add_flag("--update", options->update,
+                 "Re-resolve the pins to the newest patch releases (CUTLASS source-archive pins are kept)");
   lock->callback([options, &action] { action = [options](Services& s) { return run_lock(*options, s); }; });
   CLI::App* fetch = group->add_subcommand("fetch", "Download, verify and unpack every toolchain of the matrix");
   fetch->add_option("kernel_dir", options->kernel_dir, "Kernel directory")->capture_default_str();

@@ -139,9 +139,12 @@ Error HubClient::describe_status(const HttpResponse& response, const Call& call)
     case 412:
       return hub_error("the branch moved while trying to " + call.what + " (412 Precondition Failed)" + suffix,
                        "someone else pushed to it; run the command again");
-    default:
+    default: {
+      std::string hint = long_wait_hint(m_retry, response);
+      if (hint.empty() && response.status >= 500) hint = "the server had a problem; try again later";
       return hub_error("the Hub answered " + std::to_string(response.status) + " while trying to " + call.what + suffix,
-                       response.status >= 500 ? "the server had a problem; try again later" : "");
+                       hint);
+    }
   }
 }
 

@@ -1,10 +1,42 @@
 #include "kbuild/hub/retry.hpp"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <regex>
+#include <string_view>
 
 namespace kbuild::hub {
+
+std::optional<double> server_requested_wait(const HttpResponse& response) {
+  // Seconds as digits only; more than 9 digits (over 30 years) is "forever", not a number to parse.
+  auto seconds = [](std::string_view digits) -> std::optional<double> {
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string_view::npos) return std::nullopt;
+    if (digits.size() > 9) return std::numeric_limits<double>::infinity();
+    return static_cast<double>(std::stol(std::string(digits)));
+  };
+  if (response.status == 429) {
+    if (auto limit = response.headers.get("ratelimit")) {
+      static const std::regex k_reset(R"(t=(\d+))");
+      std::smatch match;
+      if (std::regex_search(*limit, match, k_reset)) return seconds(match[1].str());
+    }
+  }
+  if (auto after = response.headers.get("retry-after")) return seconds(*after);
+  return std::nullopt;
+}
+
+std::string long_wait_hint(const RetryPolicy& policy, const HttpResponse& response) {
+  auto wait = server_requested_wait(response);
+  if (!wait || *wait <= policy.max_server_wait_seconds) return "";
+  std::string asked = std::isinf(*wait) ? "forever" : fmt::format("{:.0f} s", *wait);
+  return fmt::format(
+      "the server asks to wait {} before the next request (kbuild waits at most {:.0f} s); try again "
+      "later",
+      asked, policy.max_server_wait_seconds);
+}
 
 std::optional<double> retry_delay(const RetryPolicy& policy, int attempt,
                                   const std::expected<HttpResponse, TransportError>& outcome) {
@@ -17,25 +49,9 @@ std::optional<double> retry_delay(const RetryPolicy& policy, int attempt,
   int status = outcome->status;
   bool retryable = status == 408 || status == 429 || status == 500 || status == 502 || status == 503 || status == 504;
   if (!retryable) return std::nullopt;
-  auto server_wait = [&](double seconds) -> std::optional<double> {
-    if (!(seconds <= policy.max_server_wait_seconds)) return std::nullopt;
-    return seconds + 1.0;
-  };
-  if (status == 429) {
-    if (auto limit = outcome->headers.get("ratelimit")) {
-      static const std::regex k_reset(R"(t=(\d+))");
-      std::smatch match;
-      if (std::regex_search(*limit, match, k_reset)) return server_wait(std::stod(match[1]));
-    }
-  }
-  if (auto after = outcome->headers.get("retry-after")) {
-    try {
-      size_t used = 0;
-      double seconds = std::stod(*after, &used);
-      if (used == after->size() && seconds >= 0) return server_wait(seconds);
-    } catch (const std::exception&) {
-      // An HTTP date: ignored, as the official clients do.
-    }
+  if (auto wait = server_requested_wait(*outcome)) {
+    if (!(*wait <= policy.max_server_wait_seconds)) return std::nullopt;
+    return *wait + 1.0;
   }
   return backoff;
 }

@@ -9,6 +9,7 @@
 
 #include <expected>
 #include <optional>
+#include <string>
 
 #include "kbuild/hub/http.hpp"
 
@@ -21,6 +22,15 @@ struct RetryPolicy {
   double max_seconds = 8.0;
   double max_server_wait_seconds = 600.0;  // the Hub's rate-limit windows are 5 minutes
 };
+
+/// How long the server asks the client to wait before asking again: a 429's "RateLimit: ...;t=<s>",
+/// else a numeric Retry-After (an HTTP date is ignored, as the official clients do); nullopt when it
+/// says nothing. A number too long to read is +infinity.
+std::optional<double> server_requested_wait(const HttpResponse& response);
+
+/// The hint for an answer the client stopped retrying because the server asked for a longer wait
+/// than `policy` allows ("the server asks to wait 3600 s ..."); empty otherwise.
+std::string long_wait_hint(const RetryPolicy& policy, const HttpResponse& response);
 
 /// The wait before attempt `attempt + 1` (attempt counts from 0), or nullopt to stop and report.
 std::optional<double> retry_delay(const RetryPolicy& policy, int attempt,

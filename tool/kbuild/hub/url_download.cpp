@@ -62,10 +62,12 @@ Result<std::uint64_t> download_url(HttpTransport& transport, const std::string& 
       request.url = *location;
       continue;
     }
-    if (status < 200 || status >= 300)
-      return fail(download_error(
-          "downloading " + request.url + " answered HTTP " + std::to_string(status),
-          status == 404 ? "check that the release exists at that URL" : "try again later, or check the URL"));
+    if (status < 200 || status >= 300) {
+      std::string hint = long_wait_hint(options.retry, *outcome);
+      if (hint.empty())
+        hint = status == 404 ? "check that the release exists at that URL" : "try again later, or check the URL";
+      return fail(download_error("downloading " + request.url + " answered HTTP " + std::to_string(status), hint));
+    }
     if (outcome->too_large || outcome->file_bytes > options.max_bytes)
       return fail(
           download_error(url + " is larger than " + std::to_string(options.max_bytes) + " bytes", "check the URL"));

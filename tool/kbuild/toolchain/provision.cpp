@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdlib>
+#include <regex>
 
 #include "kbuild/toolchain/archive.hpp"
 #include "kbuild/toolchain/probe.hpp"
@@ -89,7 +90,30 @@ std::optional<std::string> cutlass_archive_entry(const std::string& name) {
   if (slash == std::string::npos || slash == 0) return std::nullopt;
   std::string rest = name.substr(slash + 1);
   if (rest.starts_with("include/") || rest.starts_with("tools/util/include/")) return rest;
+  if (rest == "CMakeLists.txt" || rest == "cmake/version.h.in") return rest;
   return std::nullopt;
+}
+
+std::optional<std::string> cutlass_cmake_version(std::string_view cmakelists) {
+  static const std::regex k_project(R"(project\s*\(\s*CUTLASS\s+VERSION\s+(\d{1,4}\.\d{1,4}\.\d{1,4})[\s)])");
+  std::match_results<std::string_view::const_iterator> match;
+  if (!std::regex_search(cmakelists.begin(), cmakelists.end(), match, k_project)) return std::nullopt;
+  return match[1].str();
+}
+
+std::string render_cutlass_version_h(std::string_view version_h_in, const std::string& version) {
+  auto parts = util::split(version, '.');
+  while (parts.size() < 3) parts.push_back("0");
+  // As CUTLASS's CMake configures it from a source tree without git: no build number, no revision.
+  const std::pair<std::string_view, std::string> k_values[] = {
+      {"@CUTLASS_VERSION_MAJOR@", parts[0]}, {"@CUTLASS_VERSION_MINOR@", parts[1]},
+      {"@CUTLASS_VERSION_PATCH@", parts[2]}, {"@CUTLASS_VERSION_BUILD@", ""},
+      {"@CUTLASS_VERSION@", version},        {"@CUTLASS_REVISION@", ""}};
+  std::string out(version_h_in);
+  for (const auto& [placeholder, value] : k_values)
+    for (size_t at = 0; (at = out.find(placeholder, at)) != std::string::npos; at += value.size())
+      out.replace(at, placeholder.size(), value);
+  return out;
 }
 
 std::optional<std::string> cutlass_header_version(std::string_view version_h) {
@@ -282,11 +306,15 @@ Result<fs::path> Provisioner::fetch(const LockedArtifact& artifact) {
   if (m_fs.stat(destination).is_file) return destination;  // verified when it was stored
   ScratchDir scratch(m_fs, m_options.cache.temp(), "download");
   if (!artifact.url.empty()) {
-    const bool mirrored = artifact.package == "cutlass-source" && !m_options.cutlass_mirror_url.empty();
-    const std::string url =
-        mirrored ? expand_archive_url(m_options.cutlass_mirror_url, artifact.version) : artifact.url;
+    const std::string url = archive_url(artifact);
     KB_TRY_ASSIGN(fs::path downloaded, download_archive(url, scratch.path, artifact.file));
-    return store_verified(downloaded, artifact, destination);
+    auto release = util::Version::parse(artifact.version);
+    const std::string entry = release ? toolchain_name("cutlass", release->major_minor()) : artifact.file;
+    return store_verified(downloaded, artifact, destination,
+                          "the download from " + url +
+                              " is corrupt, was tampered with, or is another archive than the pinned one; if the "
+                              "change is expected, remove the \"" +
+                              entry + "\" entry from kbuild.lock and run `kbuild toolchains lock`");
   }
   std::vector<std::string> argv = {m_options.python,
                                    "-m",
@@ -318,17 +346,15 @@ Result<fs::path> Provisioner::fetch(const LockedArtifact& artifact) {
 }
 
 Result<fs::path> Provisioner::store_verified(const fs::path& downloaded, const LockedArtifact& artifact,
-                                             const fs::path& destination) {
+                                             const fs::path& destination, const std::string& mismatch_hint) {
   KB_TRY_ASSIGN(std::string sha256, util::sha256_file_hex(m_fs, downloaded));
   if (sha256 != artifact.sha256)
     return fail(toolchain_error("sha256 mismatch for " + artifact.file + ": got " + sha256 + ", kbuild.lock pins " +
                                     artifact.sha256 + "; the file was not used",
-                                artifact.url.empty()
-                                    ? "the download is corrupt or was tampered with; if the change is expected, "
-                                      "re-pin with `kbuild toolchains lock --update`"
-                                    : "the download is corrupt, was tampered with, or the mirror (KBUILD_CUTLASS_URL) "
-                                      "serves other bytes; if the change is expected, remove the entry of " +
-                                          artifact.file + " from kbuild.lock and run `kbuild toolchains lock`"));
+                                !mismatch_hint.empty() ? mismatch_hint
+                                                       : "the download is corrupt or was tampered with; if the "
+                                                         "change is expected, re-pin with `kbuild toolchains lock "
+                                                         "--update`"));
   KB_TRY(m_fs.make_dirs(destination.parent_path()));
   KB_TRY(m_fs.rename(downloaded, destination));
   return destination;
@@ -355,17 +381,23 @@ Result<LockedArtifact> Provisioner::resolve_source_archive(const CutlassRelease&
       version);
   ScratchDir scratch(m_fs, m_options.cache.temp(), "resolve");
   KB_TRY_ASSIGN(fs::path downloaded, download_archive(artifact.url, scratch.path, artifact.file));
-  // Nothing is pinned before the archive proves to hold the release: a wrong pin would outlive the run.
+  // Nothing is pinned before the archive proves to hold the release's headers: a wrong pin would
+  // outlive the run.
   fs::path probe = scratch.path / "probe";
   auto extracted = extract_zip(m_fs, downloaded, probe, [](const std::string& name) -> std::optional<std::string> {
     auto entry = cutlass_archive_entry(name);
-    return entry && *entry == "include/cutlass/version.h" ? entry : std::nullopt;
+    bool wanted = entry && (*entry == "include/cutlass/version.h" || *entry == "include/cutlass/cutlass.h" ||
+                            *entry == "CMakeLists.txt");
+    return wanted ? entry : std::nullopt;
   });
   if (!extracted)
     return fail(toolchain_error(
         "the download from " + artifact.url + " is not a readable zip archive: " + extracted.error().message,
         "check the URL (KBUILD_CUTLASS_URL) and try again"));
-  KB_TRY(check_cutlass_release(probe / "include", artifact, release.dependency));
+  if (!m_fs.stat(probe / "include/cutlass/cutlass.h").is_file)
+    return fail(toolchain_error("the download from " + artifact.url + " has no include/cutlass/cutlass.h",
+                                "check the URL (KBUILD_CUTLASS_URL): it must serve CUTLASS's source archive"));
+  KB_TRY(check_cutlass_release(cutlass_tree_version(probe, "include"), artifact, release.version, release.dependency));
   KB_TRY_ASSIGN(artifact.sha256, util::sha256_file_hex(m_fs, downloaded));
   fs::path destination = m_options.cache.downloads() / artifact.sha256 / artifact.file;
   KB_TRY(m_fs.make_dirs(destination.parent_path()));
@@ -377,7 +409,8 @@ Result<LockedArtifact> Provisioner::resolve_source_archive(const CutlassRelease&
 
 Result<void> Provisioner::unpack_wheel(const LockedArtifact& wheel, const fs::path& root,
                                        const std::function<std::optional<std::string>(const std::string&)>& select,
-                                       const std::string& what, const std::string& required) {
+                                       const std::string& what, const std::string& required,
+                                       const std::function<Result<void>(const fs::path&)>& finish) {
   if (toolchain_complete(m_fs, root)) return {};
   KB_TRY_ASSIGN(fs::path file, fetch(wheel));
   m_progress("extracting " + wheel.file + " (" + what + ")");
@@ -389,6 +422,12 @@ Result<void> Provisioner::unpack_wheel(const LockedArtifact& wheel, const fs::pa
     return stats ? fail(toolchain_error(wheel.file + " has no " + required + "; is it the right " +
                                         (wheel.url.empty() ? "wheel?" : "archive?")))
                  : fail(stats.error());
+  }
+  if (finish) {
+    if (auto finished = finish(staging); !finished) {
+      (void)m_fs.remove_all(staging);
+      return fail(finished.error());
+    }
   }
   KB_TRY(m_fs.write_file_atomic(staging / ".complete", wheel.file + " " + wheel.sha256 + "\n"));
   return install_complete_dir(m_fs, staging, root);
@@ -418,9 +457,14 @@ Result<HeaderLibrary> Provisioner::header_library(const std::string& dependency)
   const fs::path util_include =
       wheel ? fs::path("cutlass_library/source/tools/util/include") : fs::path("tools/util/include");
   auto unpacked = unpack_wheel(artifact, root, wheel ? cutlass_wheel_entry : cutlass_archive_entry, "headers",
-                               (include / "cutlass/cutlass.h").string());
+                               (include / "cutlass/cutlass.h").string(),
+                               [&](const fs::path& staging) { return complete_cutlass_tree(staging); });
   // The archive must hold the release the dependency names, not merely some CUTLASS.
-  if (unpacked) unpacked = check_cutlass_release(root / include, artifact, dependency);
+  if (unpacked) {
+    auto release = cutlass_release(dependency);
+    unpacked = check_cutlass_release(cutlass_tree_version(root, include), artifact, release ? release->version : "",
+                                     dependency);
+  }
   if (!unpacked) {
     if (newly_pinned) m_lock.toolchains.erase(name);  // a pin that failed its first use is not kept
     return fail(unpacked.error());
@@ -430,26 +474,47 @@ Result<HeaderLibrary> Provisioner::header_library(const std::string& dependency)
   library.version = artifact.version;
   library.root = root;
   library.include_dirs = {root / include, root / util_include};
-  library.origin = wheel ? "wheel:" + artifact.file : "archive:" + artifact.url;
+  library.origin = wheel ? "wheel:" + artifact.file : "archive:" + archive_url(artifact);
   return library;
 }
 
-Result<void> Provisioner::check_cutlass_release(const fs::path& include, const LockedArtifact& artifact,
-                                                const std::string& dependency) const {
+std::optional<std::string> Provisioner::cutlass_tree_version(const fs::path& root, const fs::path& include) const {
+  if (auto version_h = m_fs.read_file(root / include / "cutlass/version.h")) return cutlass_header_version(*version_h);
+  if (auto cmakelists = m_fs.read_file(root / "CMakeLists.txt")) return cutlass_cmake_version(*cmakelists);
+  return std::nullopt;
+}
+
+Result<void> Provisioner::complete_cutlass_tree(const fs::path& staging) {
+  // CUTLASS 2.x archives carry cutlass/version.h only as cmake/version.h.in, which CUTLASS's CMake
+  // install configures; kernel-builder's CUTLASS is such an install, so a kernel may include it.
+  if (m_fs.stat(staging / "include/cutlass/version.h").is_file) return {};
+  auto in = m_fs.read_file(staging / "cmake/version.h.in");
+  auto cmakelists = m_fs.read_file(staging / "CMakeLists.txt");
+  auto version = cmakelists ? cutlass_cmake_version(*cmakelists) : std::nullopt;
+  if (!in || !version) return {};  // the release check then reports what is missing
+  return m_fs.write_file_atomic(staging / "include/cutlass/version.h", render_cutlass_version_h(*in, *version));
+}
+
+Result<void> Provisioner::check_cutlass_release(const std::optional<std::string>& found, const LockedArtifact& artifact,
+                                                const std::string& release, const std::string& dependency) const {
   const bool wheel = artifact.url.empty();
-  auto version_h = m_fs.read_file(include / "cutlass/version.h");
-  auto found = version_h ? cutlass_header_version(*version_h) : std::nullopt;
   auto found_version = found ? util::Version::parse(*found) : std::nullopt;
-  auto expected = util::Version::parse(artifact.version);
+  auto expected = util::Version::parse(release);
   bool matches = found_version && expected &&
-                 (wheel ? found_version->major_minor() == expected->major_minor() : *found == artifact.version);
+                 (wheel ? found_version->major_minor() == expected->major_minor() : *found == release);
   if (matches) return {};
+  const std::string entry = expected ? toolchain_name("cutlass", expected->major_minor()) : "cutlass";
   return fail(toolchain_error(
-      artifact.file + " holds " + (found ? "CUTLASS " + *found : "no cutlass/version.h") + ", not CUTLASS " +
-          (wheel && expected ? expected->major_minor() : artifact.version) + " (" + dependency + ")",
-      wheel ? "remove its cutlass entry from kbuild.lock and build again"
-            : "check the URL (" + artifact.url + ", or KBUILD_CUTLASS_URL): it must serve CUTLASS " + artifact.version +
-                  "; if kbuild.lock pins it, remove that entry and build again"));
+      artifact.file + " holds " + (found ? "CUTLASS " + *found : "no CUTLASS version (cutlass/version.h)") +
+          ", not CUTLASS " + (wheel && expected ? expected->major_minor() : release) + " (" + dependency + ")",
+      wheel ? "remove the \"" + entry + "\" entry from kbuild.lock and build again"
+            : "check the URL (" + archive_url(artifact) + ", or KBUILD_CUTLASS_URL): it must serve CUTLASS " + release +
+                  "; if kbuild.lock pins it, remove the \"" + entry + "\" entry and build again"));
+}
+
+std::string Provisioner::archive_url(const LockedArtifact& artifact) const {
+  const bool mirrored = artifact.package == "cutlass-source" && !m_options.cutlass_mirror_url.empty();
+  return mirrored ? expand_archive_url(m_options.cutlass_mirror_url, artifact.version) : artifact.url;
 }
 
 Result<TvmFfiInstall> Provisioner::tvm_ffi(const util::Version& series) {

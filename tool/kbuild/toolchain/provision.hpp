@@ -102,23 +102,35 @@ class Provisioner {
   /// Downloads a CUTLASS release's source archive and pins it by the sha256 of what arrived, once
   /// its cutlass/version.h names exactly that release.
   Result<LockedArtifact> resolve_source_archive(const CutlassRelease& release);
-  /// Checks that the CUTLASS headers under `include` (holding cutlass/version.h) are `artifact`'s
-  /// release: for a source archive exactly, for a wheel its major.minor (the wheel's own version
-  /// may add a fourth number). `dependency` names the build.toml dependency for the message.
-  Result<void> check_cutlass_release(const std::filesystem::path& include, const LockedArtifact& artifact,
-                                     const std::string& dependency) const;
+  /// The CUTLASS release of a tree at `root` (an unpacked archive or wheel, `include` below it):
+  /// cutlass/version.h's, else the version of CMakeLists.txt's project(); nullopt if neither says.
+  std::optional<std::string> cutlass_tree_version(const std::filesystem::path& root,
+                                                  const std::filesystem::path& include) const;
+  /// Writes include/cutlass/version.h from cmake/version.h.in into an unpacked source archive that
+  /// lacks it (CUTLASS 2.x), as CUTLASS's CMake install does.
+  Result<void> complete_cutlass_tree(const std::filesystem::path& staging);
+  /// Checks that `found` (cutlass_tree_version of `artifact`'s tree) is `release`, the release the
+  /// build.toml `dependency` names: for a source archive exactly, for a wheel its major.minor (the
+  /// wheel's own version may add a fourth number).
+  Result<void> check_cutlass_release(const std::optional<std::string>& found, const LockedArtifact& artifact,
+                                     const std::string& release, const std::string& dependency) const;
+  /// Where a source-archive artifact is fetched from: the mirror (KBUILD_CUTLASS_URL) when set,
+  /// else the URL its pin records.
+  std::string archive_url(const LockedArtifact& artifact) const;
   /// Downloads `url` into the cache's temp area and checks it against `sha256` when one is given.
   Result<std::filesystem::path> download_archive(const std::string& url, const std::filesystem::path& scratch,
                                                  const std::string& file);
   Result<void> verify_toolkit(const CudaToolkit& cuda);
   /// Checks a downloaded file against the artifact's pinned sha256 and moves it to `destination`.
   Result<std::filesystem::path> store_verified(const std::filesystem::path& downloaded, const LockedArtifact& artifact,
-                                               const std::filesystem::path& destination);
+                                               const std::filesystem::path& destination,
+                                               const std::string& mismatch_hint = "");
   /// Unpacks the entries of `wheel` that `select` keeps into `root` (staged, then renamed into place
   /// with a .complete marker), unless that was done already; `required` must be among them.
   Result<void> unpack_wheel(const LockedArtifact& wheel, const std::filesystem::path& root,
                             const std::function<std::optional<std::string>(const std::string&)>& select,
-                            const std::string& what, const std::string& required);
+                            const std::string& what, const std::string& required,
+                            const std::function<Result<void>(const std::filesystem::path&)>& finish = {});
   std::vector<std::string> platform_args(bool torch_wheel) const;
 
   util::ProcessLauncher& m_launcher;
@@ -134,11 +146,16 @@ class Provisioner {
 std::optional<std::pair<std::string, util::Version>> provided_dependency(const std::string& dependency);
 
 /// Which entries of a CUTLASS source archive ("cutlass-4.0.0/include/cute/tensor.hpp") form the
-/// headers, mapped below the install root ("include/cute/tensor.hpp"); the top directory's name is
-/// whatever the archive has.
+/// headers, mapped below the install root ("include/cute/tensor.hpp"), with the top-level
+/// CMakeLists.txt and cmake/version.h.in (the release of archives without cutlass/version.h); the
+/// top directory's name is whatever the archive has.
 std::optional<std::string> cutlass_archive_entry(const std::string& name);
 /// CUTLASS_MAJOR.CUTLASS_MINOR.CUTLASS_PATCH as cutlass/version.h defines them; nullopt if absent.
 std::optional<std::string> cutlass_header_version(std::string_view version_h);
+/// The X.Y.Z of `project(CUTLASS VERSION X.Y.Z ...)` in CUTLASS's top-level CMakeLists.txt.
+std::optional<std::string> cutlass_cmake_version(std::string_view cmakelists);
+/// cmake/version.h.in configured for `version` ("2.10.0") as CUTLASS's CMake does without git.
+std::string render_cutlass_version_h(std::string_view version_h_in, const std::string& version);
 
 /// The directory of an unpacked Torch wheel in the cache: toolchains/torch-<version>-<sha12>.
 std::filesystem::path torch_toolchain_dir(const util::CacheLayout& cache, const LockedArtifact& wheel);
