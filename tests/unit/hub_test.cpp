@@ -89,6 +89,8 @@ TEST(HubRetry, HonoursRetryAfterAndRateLimit) {
             "the server asks to wait 3600 s before th");
   EXPECT_NE(long_wait_hint(policy, *status(503, {{"Retry-After", forever}})).find("wait forever"), std::string::npos);
   EXPECT_EQ(long_wait_hint(policy, *status(429, {{"Retry-After", "30"}})), "");
+  EXPECT_EQ(long_wait_hint(policy, *status(404, {{"Retry-After", "3600"}})), "");  // not retried anyway
+  EXPECT_EQ(retry_delay(policy, 0, status(429, {{"Retry-After", "0000000000005"}})), 6.0);
 }
 
 TEST(HubPlan, AddsChangedDeletesStaleInsideOwnedPrefixesOnly) {

@@ -318,6 +318,12 @@ TEST(Provision, CutlassSourceArchivesArePinnedOnFirstFetchAndVerifiedAfter) {
     EXPECT_EQ(text,
               "#define CUTLASS_MAJOR 2\n#define CUTLASS_MINOR 10\n#define CUTLASS_PATCH 0\n#define CUTLASS_BUILD \n"
               "const char* v = \"2.10.0\";\n");
+    // A tree an earlier kbuild unpacked without cutlass/version.h, marked complete, is unpacked again.
+    fs::remove(old_release->include_dirs[0] / "cutlass/version.h");
+    ASSERT_TRUE(fs::exists(old_release->root / ".complete"));
+    auto again = provisioner.header_library("cutlass_2_10");
+    ASSERT_TRUE(again) << again.error().message;
+    EXPECT_TRUE(fs::exists(again->include_dirs[0] / "cutlass/version.h"));
     // Served as another release's tree, it is refused before anything is pinned.
     write_zip(dir / "served/v2.10.0.zip",
               {{"cutlass-2.11.0/CMakeLists.txt", "project(CUTLASS VERSION 2.11.0 LANGUAGES CXX)\n"},
@@ -329,6 +335,19 @@ TEST(Provision, CutlassSourceArchivesArePinnedOnFirstFetchAndVerifiedAfter) {
     EXPECT_NE(wrong.error().message.find("holds CUTLASS 2.11.0, not CUTLASS 2.10.0 (cutlass_2_10)"), std::string::npos)
         << wrong.error().message;
     EXPECT_TRUE(other.toolchains.empty());
+    // Named by CMakeLists.txt, but with no way to make cutlass/version.h: refused, nothing pinned.
+    write_zip(dir / "served/v2.10.0.zip",
+              {{"cutlass-2.10.0/CMakeLists.txt", "project(CUTLASS VERSION 2.10.0 LANGUAGES CXX)\n"},
+               {"cutlass-2.10.0/include/cutlass/cutlass.h", "#pragma once\n"}});
+    LockFile third;
+    options.cache.root = dir / "cache9";
+    auto no_header =
+        Provisioner(launcher, real, options, third, [](const std::string&) {}).header_library("cutlass_2_10");
+    ASSERT_FALSE(no_header);
+    EXPECT_NE(no_header.error().message.find("has no include/cutlass/version.h (nor cmake/version.h.in)"),
+              std::string::npos)
+        << no_header.error().message;
+    EXPECT_TRUE(third.toolchains.empty());
   }
   // Without a downloader (a library user that wired none), a clear error rather than a crash.
   options.download_url = {};

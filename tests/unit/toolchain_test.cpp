@@ -154,4 +154,7 @@ TEST(HeaderLibraries, SourceArchiveEntriesAndVersionHeader) {
       kbuild::toolchain::render_cutlass_version_h(
           "#define CUTLASS_MINOR @CUTLASS_VERSION_MINOR@ @CUTLASS_VERSION_MINOR@\n\"@CUTLASS_REVISION@\"", "2.10.0"),
       "#define CUTLASS_MINOR 10 10\n\"\"");
+  // One pass, as CMake's @ONLY: an emptied name does not join its neighbours into another one.
+  EXPECT_EQ(kbuild::toolchain::render_cutlass_version_h("@CUTLASS_@CUTLASS_VERSION_BUILD@VERSION@ a@b.c @X@", "2.10.0"),
+            "@CUTLASS_VERSION@ a@b.c @X@");
 }

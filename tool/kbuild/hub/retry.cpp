@@ -14,6 +14,7 @@ std::optional<double> server_requested_wait(const HttpResponse& response) {
   // Seconds as digits only; more than 9 digits (over 30 years) is "forever", not a number to parse.
   auto seconds = [](std::string_view digits) -> std::optional<double> {
     if (digits.empty() || digits.find_first_not_of("0123456789") != std::string_view::npos) return std::nullopt;
+    digits.remove_prefix(std::min(digits.find_first_not_of('0'), digits.size() - 1));
     if (digits.size() > 9) return std::numeric_limits<double>::infinity();
     return static_cast<double>(std::stol(std::string(digits)));
   };
@@ -28,7 +29,12 @@ std::optional<double> server_requested_wait(const HttpResponse& response) {
   return std::nullopt;
 }
 
+bool retryable_status(int status) {
+  return status == 408 || status == 429 || status == 500 || status == 502 || status == 503 || status == 504;
+}
+
 std::string long_wait_hint(const RetryPolicy& policy, const HttpResponse& response) {
+  if (!retryable_status(response.status)) return "";
   auto wait = server_requested_wait(response);
   if (!wait || *wait <= policy.max_server_wait_seconds) return "";
   std::string asked = std::isinf(*wait) ? "forever" : fmt::format("{:.0f} s", *wait);
@@ -46,9 +52,7 @@ std::optional<double> retry_delay(const RetryPolicy& policy, int attempt,
     if (outcome.error().connect_failed && attempt >= policy.max_connect_retries) return std::nullopt;
     return backoff;
   }
-  int status = outcome->status;
-  bool retryable = status == 408 || status == 429 || status == 500 || status == 502 || status == 503 || status == 504;
-  if (!retryable) return std::nullopt;
+  if (!retryable_status(outcome->status)) return std::nullopt;
   if (auto wait = server_requested_wait(*outcome)) {
     if (!(*wait <= policy.max_server_wait_seconds)) return std::nullopt;
     return *wait + 1.0;

@@ -28,7 +28,10 @@ struct RetryPolicy {
 /// says nothing. A number too long to read is +infinity.
 std::optional<double> server_requested_wait(const HttpResponse& response);
 
-/// The hint for an answer the client stopped retrying because the server asked for a longer wait
+/// Whether an answer with this status is sent again (408, 429, 500, 502, 503, 504).
+bool retryable_status(int status);
+
+/// The hint for an answer of a retryable status the client stopped retrying because the server asked for a longer wait
 /// than `policy` allows ("the server asks to wait 3600 s ..."); empty otherwise.
 std::string long_wait_hint(const RetryPolicy& policy, const HttpResponse& response);
 

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdlib>
+#include <map>
 #include <regex>
 
 #include "kbuild/toolchain/archive.hpp"
@@ -104,15 +105,27 @@ std::optional<std::string> cutlass_cmake_version(std::string_view cmakelists) {
 std::string render_cutlass_version_h(std::string_view version_h_in, const std::string& version) {
   auto parts = util::split(version, '.');
   while (parts.size() < 3) parts.push_back("0");
-  // As CUTLASS's CMake configures it from a source tree without git: no build number, no revision.
-  const std::pair<std::string_view, std::string> k_values[] = {
-      {"@CUTLASS_VERSION_MAJOR@", parts[0]}, {"@CUTLASS_VERSION_MINOR@", parts[1]},
-      {"@CUTLASS_VERSION_PATCH@", parts[2]}, {"@CUTLASS_VERSION_BUILD@", ""},
-      {"@CUTLASS_VERSION@", version},        {"@CUTLASS_REVISION@", ""}};
-  std::string out(version_h_in);
-  for (const auto& [placeholder, value] : k_values)
-    for (size_t at = 0; (at = out.find(placeholder, at)) != std::string::npos; at += value.size())
-      out.replace(at, placeholder.size(), value);
+  // As CUTLASS's CMake configures it (@ONLY, one pass) from a source tree without git: no build
+  // number, no revision. Other @NAME@ sequences are left as they are.
+  const std::map<std::string_view, std::string> k_values = {
+      {"CUTLASS_VERSION_MAJOR", parts[0]}, {"CUTLASS_VERSION_MINOR", parts[1]}, {"CUTLASS_VERSION_PATCH", parts[2]},
+      {"CUTLASS_VERSION_BUILD", ""},       {"CUTLASS_VERSION", version},        {"CUTLASS_REVISION", ""}};
+  std::string out;
+  size_t at = 0;
+  while (at < version_h_in.size()) {
+    size_t open = version_h_in.find('@', at);
+    size_t close = open == std::string_view::npos ? open : version_h_in.find('@', open + 1);
+    if (close == std::string_view::npos) break;
+    auto value = k_values.find(version_h_in.substr(open + 1, close - open - 1));
+    if (value == k_values.end()) {
+      out.append(version_h_in.substr(at, close - at));  // the closing '@' may open the next name
+      at = close;
+      continue;
+    }
+    out.append(version_h_in.substr(at, open - at)).append(value->second);
+    at = close + 1;
+  }
+  out.append(version_h_in.substr(std::min(at, version_h_in.size())));
   return out;
 }
 
@@ -387,17 +400,21 @@ Result<LockedArtifact> Provisioner::resolve_source_archive(const CutlassRelease&
   auto extracted = extract_zip(m_fs, downloaded, probe, [](const std::string& name) -> std::optional<std::string> {
     auto entry = cutlass_archive_entry(name);
     bool wanted = entry && (*entry == "include/cutlass/version.h" || *entry == "include/cutlass/cutlass.h" ||
-                            *entry == "CMakeLists.txt");
+                            *entry == "CMakeLists.txt" || *entry == "cmake/version.h.in");
     return wanted ? entry : std::nullopt;
   });
   if (!extracted)
     return fail(toolchain_error(
         "the download from " + artifact.url + " is not a readable zip archive: " + extracted.error().message,
         "check the URL (KBUILD_CUTLASS_URL) and try again"));
-  if (!m_fs.stat(probe / "include/cutlass/cutlass.h").is_file)
-    return fail(toolchain_error("the download from " + artifact.url + " has no include/cutlass/cutlass.h",
+  auto missing = [&](const std::string& what) {
+    return fail(toolchain_error("the download from " + artifact.url + " has no " + what,
                                 "check the URL (KBUILD_CUTLASS_URL): it must serve CUTLASS's source archive"));
+  };
+  if (!m_fs.stat(probe / "include/cutlass/cutlass.h").is_file) return missing("include/cutlass/cutlass.h");
   KB_TRY(check_cutlass_release(cutlass_tree_version(probe, "include"), artifact, release.version, release.dependency));
+  if (!m_fs.stat(probe / "include/cutlass/version.h").is_file && !m_fs.stat(probe / "cmake/version.h.in").is_file)
+    return missing("include/cutlass/version.h (nor cmake/version.h.in)");
   KB_TRY_ASSIGN(artifact.sha256, util::sha256_file_hex(m_fs, downloaded));
   fs::path destination = m_options.cache.downloads() / artifact.sha256 / artifact.file;
   KB_TRY(m_fs.make_dirs(destination.parent_path()));
@@ -456,9 +473,16 @@ Result<HeaderLibrary> Provisioner::header_library(const std::string& dependency)
   const fs::path include = wheel ? fs::path("cutlass_library/source/include") : fs::path("include");
   const fs::path util_include =
       wheel ? fs::path("cutlass_library/source/tools/util/include") : fs::path("tools/util/include");
+  // A source-archive tree unpacked by an earlier kbuild may lack the cutlass/version.h this one
+  // configures: it is unpacked again.
+  if (!wheel && toolchain_complete(m_fs, root) && !m_fs.stat(root / include / "cutlass/version.h").is_file) {
+    fs::path aside = util::temp_sibling(root);
+    if (m_fs.rename(root, aside)) (void)m_fs.remove_all(aside);
+  }
+  std::function<Result<void>(const fs::path&)> finish;
+  if (!wheel) finish = [&](const fs::path& staging) { return complete_cutlass_tree(staging); };
   auto unpacked = unpack_wheel(artifact, root, wheel ? cutlass_wheel_entry : cutlass_archive_entry, "headers",
-                               (include / "cutlass/cutlass.h").string(),
-                               [&](const fs::path& staging) { return complete_cutlass_tree(staging); });
+                               (include / "cutlass/cutlass.h").string(), finish);
   // The archive must hold the release the dependency names, not merely some CUTLASS.
   if (unpacked) {
     auto release = cutlass_release(dependency);
@@ -491,7 +515,11 @@ Result<void> Provisioner::complete_cutlass_tree(const fs::path& staging) {
   auto in = m_fs.read_file(staging / "cmake/version.h.in");
   auto cmakelists = m_fs.read_file(staging / "CMakeLists.txt");
   auto version = cmakelists ? cutlass_cmake_version(*cmakelists) : std::nullopt;
-  if (!in || !version) return {};  // the release check then reports what is missing
+  if (!in || !version)
+    return fail(toolchain_error(
+        "the CUTLASS archive has neither include/cutlass/version.h nor " +
+            std::string(version ? "cmake/version.h.in" : "a CUTLASS version in CMakeLists.txt") + " to make it from",
+        "check that the URL serves CUTLASS's own source archive"));
   return m_fs.write_file_atomic(staging / "include/cutlass/version.h", render_cutlass_version_h(*in, *version));
 }
 
@@ -508,8 +536,9 @@ Result<void> Provisioner::check_cutlass_release(const std::optional<std::string>
       artifact.file + " holds " + (found ? "CUTLASS " + *found : "no CUTLASS version (cutlass/version.h)") +
           ", not CUTLASS " + (wheel && expected ? expected->major_minor() : release) + " (" + dependency + ")",
       wheel ? "remove the \"" + entry + "\" entry from kbuild.lock and build again"
-            : "check the URL (" + archive_url(artifact) + ", or KBUILD_CUTLASS_URL): it must serve CUTLASS " + release +
-                  "; if kbuild.lock pins it, remove the \"" + entry + "\" entry and build again"));
+            : "check " + archive_url(artifact) + (m_options.cutlass_mirror_url.empty() ? "" : " (KBUILD_CUTLASS_URL)") +
+                  ": it must serve CUTLASS " + release + "; if kbuild.lock pins it, remove the \"" + entry +
+                  "\" entry and build again"));
 }
 
 std::string Provisioner::archive_url(const LockedArtifact& artifact) const {

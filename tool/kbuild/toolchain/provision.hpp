@@ -99,8 +99,9 @@ class Provisioner {
 
  private:
   Result<LockedArtifact> resolve(const std::string& package, const std::string& spec, bool torch_wheel);
-  /// Downloads a CUTLASS release's source archive and pins it by the sha256 of what arrived, once
-  /// its cutlass/version.h names exactly that release.
+  /// Downloads a CUTLASS release's source archive and pins it by the sha256 of what arrived, once it
+  /// holds include/cutlass/cutlass.h and names exactly that release (cutlass/version.h, else the
+  /// project() of CMakeLists.txt).
   Result<LockedArtifact> resolve_source_archive(const CutlassRelease& release);
   /// The CUTLASS release of a tree at `root` (an unpacked archive or wheel, `include` below it):
   /// cutlass/version.h's, else the version of CMakeLists.txt's project(); nullopt if neither says.
