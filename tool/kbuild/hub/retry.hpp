@@ -3,9 +3,9 @@
 // and on transport failures (timeouts, resets, refused connections); at most `max_retries` extra
 // attempts, waiting 1, 2, 4, 8, 8 s; a 429 with "RateLimit: ...;t=<s>" or a numeric Retry-After
 // waits that many seconds plus one instead, unless that is more than `max_server_wait_seconds`:
-// then the answer is reported at once rather than hanging on a server's say-so. A connection that cannot be made at all
-// (refused, unknown host) is retried `max_connect_retries` times only (1 + 2 s), so that a wrong endpoint or no network
-// is reported in seconds, not after half a minute.
+// then the answer is reported at once rather than hanging on a server's say-so. A connection that
+// cannot be made at all (refused, unknown host) is retried `max_connect_retries` times only
+// (1 + 2 s), so that a wrong endpoint or no network is reported in seconds, not after half a minute.
 
 #include <expected>
 #include <optional>
@@ -31,8 +31,8 @@ std::optional<double> server_requested_wait(const HttpResponse& response);
 /// Whether an answer with this status is sent again (408, 429, 500, 502, 503, 504).
 bool retryable_status(int status);
 
-/// The hint for an answer of a retryable status the client stopped retrying because the server asked for a longer wait
-/// than `policy` allows ("the server asks to wait 3600 s ..."); empty otherwise.
+/// The hint for an answer of a retryable status the client stopped retrying because the server
+/// asked for a longer wait than `policy` allows ("the server asks to wait 3600 s ..."); else empty.
 std::string long_wait_hint(const RetryPolicy& policy, const HttpResponse& response);
 
 /// The wait before attempt `attempt + 1` (attempt counts from 0), or nullopt to stop and report.

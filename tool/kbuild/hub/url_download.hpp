@@ -1,9 +1,10 @@
 #pragma once
 // Downloading one file from a plain URL (not a Hub repository), for artifacts pinned by sha256 that
 // no package index serves, such as CUTLASS source archives. Redirects are followed (at most 5,
-// absolute, scheme-relative or origin-relative; never from https down to http), transient failures are retried with the
-// Hub client's policy, and the body is streamed to the destination file. The caller verifies the content (sha256); a
-// download larger than `max_bytes` is stopped there and is an error.
+// absolute, scheme-relative or origin-relative; never from https down to http), transient failures
+// are retried with the Hub client's policy, and the body is streamed to the destination file. The
+// caller verifies the content (sha256); a download larger than `max_bytes` is stopped there and is
+// an error.
 
 #include <cstdint>
 #include <filesystem>

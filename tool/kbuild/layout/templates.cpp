@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "kbuild/util/strings.hpp"
+
 namespace kbuild::layout {
 
 struct EmbeddedTemplate {
@@ -28,27 +30,10 @@ std::vector<std::string> template_paths() {
   return paths;
 }
 
-static bool is_name_char(char c) { return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'; }
-
 Result<std::string> render(std::string_view text, const std::map<std::string, std::string>& vars) {
-  std::string out;
-  out.reserve(text.size());
-  size_t i = 0;
-  while (i < text.size()) {
-    if (text[i] == '@') {
-      size_t end = i + 1;
-      while (end < text.size() && is_name_char(text[end])) ++end;
-      if (end < text.size() && text[end] == '@' && end > i + 1) {
-        std::string name(text.substr(i + 1, end - i - 1));
-        auto it = vars.find(name);
-        if (it == vars.end()) return fail("internal error: template variable @" + name + "@ has no value");
-        out += it->second;
-        i = end + 1;
-        continue;
-      }
-    }
-    out += text[i++];
-  }
+  std::vector<std::string> unknown;
+  std::string out = util::replace_at_names(text, {vars.begin(), vars.end()}, &unknown);
+  if (!unknown.empty()) return fail("internal error: template variable @" + unknown.front() + "@ has no value");
   return out;
 }
 

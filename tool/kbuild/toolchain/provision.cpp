@@ -4,7 +4,6 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdlib>
-#include <map>
 #include <regex>
 
 #include "kbuild/toolchain/archive.hpp"
@@ -105,28 +104,13 @@ std::optional<std::string> cutlass_cmake_version(std::string_view cmakelists) {
 std::string render_cutlass_version_h(std::string_view version_h_in, const std::string& version) {
   auto parts = util::split(version, '.');
   while (parts.size() < 3) parts.push_back("0");
-  // As CUTLASS's CMake configures it (@ONLY, one pass) from a source tree without git: no build
-  // number, no revision. Other @NAME@ sequences are left as they are.
-  const std::map<std::string_view, std::string> k_values = {
-      {"CUTLASS_VERSION_MAJOR", parts[0]}, {"CUTLASS_VERSION_MINOR", parts[1]}, {"CUTLASS_VERSION_PATCH", parts[2]},
-      {"CUTLASS_VERSION_BUILD", ""},       {"CUTLASS_VERSION", version},        {"CUTLASS_REVISION", ""}};
-  std::string out;
-  size_t at = 0;
-  while (at < version_h_in.size()) {
-    size_t open = version_h_in.find('@', at);
-    size_t close = open == std::string_view::npos ? open : version_h_in.find('@', open + 1);
-    if (close == std::string_view::npos) break;
-    auto value = k_values.find(version_h_in.substr(open + 1, close - open - 1));
-    if (value == k_values.end()) {
-      out.append(version_h_in.substr(at, close - at));  // the closing '@' may open the next name
-      at = close;
-      continue;
-    }
-    out.append(version_h_in.substr(at, open - at)).append(value->second);
-    at = close + 1;
-  }
-  out.append(version_h_in.substr(std::min(at, version_h_in.size())));
-  return out;
+  // As CUTLASS's CMake configures it from a source tree without git: no build number, no revision.
+  return util::replace_at_names(version_h_in, {{"CUTLASS_VERSION_MAJOR", parts[0]},
+                                               {"CUTLASS_VERSION_MINOR", parts[1]},
+                                               {"CUTLASS_VERSION_PATCH", parts[2]},
+                                               {"CUTLASS_VERSION_BUILD", ""},
+                                               {"CUTLASS_VERSION", version},
+                                               {"CUTLASS_REVISION", ""}});
 }
 
 std::optional<std::string> cutlass_header_version(std::string_view version_h) {

@@ -4,6 +4,34 @@
 
 namespace kbuild::util {
 
+namespace {
+bool is_at_name_char(char c) { return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'; }
+}  // namespace
+
+std::string replace_at_names(std::string_view text, const std::map<std::string, std::string, std::less<>>& vars,
+                             std::vector<std::string>* unknown) {
+  std::string out;
+  out.reserve(text.size());
+  size_t i = 0;
+  while (i < text.size()) {
+    if (text[i] == '@') {
+      size_t end = i + 1;
+      while (end < text.size() && is_at_name_char(text[end])) ++end;
+      if (end < text.size() && text[end] == '@' && end > i + 1) {
+        std::string_view name = text.substr(i + 1, end - i - 1);
+        if (auto it = vars.find(name); it != vars.end()) {
+          out += it->second;
+          i = end + 1;
+          continue;
+        }
+        if (unknown) unknown->emplace_back(name);
+      }
+    }
+    out += text[i++];
+  }
+  return out;
+}
+
 std::vector<std::string> split(std::string_view text, char separator) {
   std::vector<std::string> parts;
   size_t start = 0;

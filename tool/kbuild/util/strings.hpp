@@ -1,6 +1,7 @@
 #pragma once
 // Small string helpers shared by several modules.
 
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,6 +17,11 @@ std::string shell_quote(std::string_view arg);
 std::string shell_join(const std::vector<std::string>& argv);
 /// `text` with control characters and bytes >= 0x7f shown as \xNN, for messages.
 std::string printable(std::string_view text);
+/// `text` with each @NAME@ (NAME of A-Z, 0-9, _), as CMake's configure_file @ONLY does in one pass,
+/// replaced by its value in `vars`. A NAME without a value is left as it is and, when `unknown` is
+/// given, appended to it.
+std::string replace_at_names(std::string_view text, const std::map<std::string, std::string, std::less<>>& vars,
+                             std::vector<std::string>* unknown = nullptr);
 /// Edit distance, for "did you mean" suggestions.
 size_t edit_distance(std::string_view a, std::string_view b);
 /// The candidate closest to `word` if it is close enough to be a plausible typo, else "".
