@@ -90,5 +90,36 @@ def built_kernel(tmp_path_factory):
     return kernel
 
 
+C_FAMILY = (".h", ".hh", ".hpp", ".hxx", ".cuh", ".inc", ".inl", ".ipp", ".tcc", ".c", ".cc", ".cpp", ".cxx", ".cu")
+
+
+def source_id(kernel: Path) -> str:
+    """The unique part of the ops id as docs/build-toml.md defines it, computed independently of kbuild:
+    "src" + 8 hex of SHA-256 over the build inputs (build.toml, files listed in src, C-family files of
+    include directories, the Python package), each as its relative path, NUL, raw SHA-256 of the bytes."""
+    import hashlib
+    import tomllib
+    config = tomllib.loads((kernel / "build.toml").read_text())
+    listed, prefixes = {"build.toml"}, []
+    for section in [config.get("torch", {}), *config.get("kernel", {}).values()]:
+        listed.update(os.path.normpath(src) for src in section.get("src", []))
+        prefixes += ["" if os.path.normpath(d) == "." else os.path.normpath(d) + "/" for d in section.get("include", [])]
+    package = "torch-ext/" + config["general"]["name"].replace("-", "_") + "/"
+    files = []
+    for path in kernel.rglob("*"):
+        rel = path.relative_to(kernel).as_posix()
+        parts = rel.split("/")
+        if not path.is_file() or parts[0] == "build" or any(p.startswith(".") or p == "__pycache__" for p in parts):
+            continue
+        if rel.endswith(".pyc"):
+            continue
+        if rel in listed or rel.startswith(package) or any(rel.startswith(p) and rel.endswith(C_FAMILY) for p in prefixes):
+            files.append(rel)
+    digest = hashlib.sha256(b"kbuild-source-id-v2\n")
+    for rel in sorted(files):
+        digest.update(rel.encode() + b"\0" + hashlib.sha256((kernel / rel).read_bytes()).digest())
+    return "src" + digest.hexdigest()[:8]
+
+
 def variant_dirs(kernel: Path):
     return sorted(p for p in (kernel / "build").iterdir() if p.is_dir())

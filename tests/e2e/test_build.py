@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import KBUILD, PYTHON, ROOT, build_args, copy_kernel, git, run_kbuild, variant_dirs
+from conftest import KBUILD, PYTHON, ROOT, build_args, copy_kernel, git, run_kbuild, source_id, variant_dirs
 
 pytestmark = pytest.mark.slow
 
@@ -21,11 +21,11 @@ CUDA_VARIANT = "torch211-cxx11-cu130-x86_64-linux"
 
 def test_builds_both_variants_with_the_exact_layout(built_kernel):
     assert [p.name for p in variant_dirs(built_kernel)] == [CPU_VARIANT, CUDA_VARIANT]
-    tree = git("rev-parse", "HEAD:./", cwd=built_kernel)
+    unique = source_id(built_kernel)
     head = git("rev-parse", "HEAD", cwd=built_kernel)
     for variant, backend in ((CPU_VARIANT, "cpu"), (CUDA_VARIANT, "cuda")):
         path = built_kernel / "build" / variant
-        ops_id = f"_img2gray_{backend}_{tree[:7]}"
+        ops_id = f"_img2gray_{backend}_{unique}"
         files = sorted(str(p.relative_to(path)) for p in path.rglob("*") if p.is_file())
         assert files == sorted(["__init__.py", "_ops.py", f"{ops_id}.abi3.so", "metadata.json"])
         metadata = json.loads((path / "metadata.json").read_text())
@@ -59,8 +59,8 @@ for path in sys.argv[1:]:
 """
     paths = [str(p) for p in variant_dirs(built_kernel)]
     out = subprocess.run([PYTHON, "-c", script, *paths], check=True, capture_output=True, text=True).stdout
-    assert out.split() == [f"_img2gray_cpu_{git('rev-parse', 'HEAD:./', cwd=built_kernel)[:7]}", "cpu",
-                           f"_img2gray_cuda_{git('rev-parse', 'HEAD:./', cwd=built_kernel)[:7]}", "cuda"]
+    assert out.split() == [f"_img2gray_cpu_{source_id(built_kernel)}", "cpu",
+                           f"_img2gray_cuda_{source_id(built_kernel)}", "cuda"]
 
 
 def test_kernel_tests_pass_against_the_build(built_kernel):
@@ -150,15 +150,18 @@ def test_touched_cu_rebuilds_only_what_depends_on_it(kernel_copy):
     assert "img2gray.cu changed" in result.stdout
 
 
-def test_edited_cu_rebuilds_only_what_depends_on_it(tmp_path):
-    # Outside git the ops id stays the same across source edits (in git, the first edit after a commit
-    # switches it to <tree>_dirty, which every translation unit sees through TORCH_EXTENSION_NAME).
+def test_edited_cu_rebuilds_it_and_the_bindings_that_name_the_ops_id(tmp_path):
+    # The edit gives a new ops id (a digest of the sources): the binding, which names
+    # TORCH_EXTENSION_NAME, is recompiled in both variants; no other unit is.
     kernel = copy_kernel(tmp_path / "img2gray", init_git=False)
     run_kbuild(*build_args(kernel))
     cu = kernel / "img2gray_cuda" / "img2gray.cu"
     cu.write_text(cu.read_text() + "\n// edited\n")
-    names = rebuilt_jobs(run_kbuild(*build_args(kernel)).stdout)
-    assert names[0] == "CUDA img2gray_cuda/img2gray.cu" and len(names) == 3, names
+    result = run_kbuild(*build_args(kernel, "--explain"))
+    compiled = sorted(job for job in rebuilt_jobs(result.stdout) if job.split()[0] in ("CXX", "CUDA"))
+    assert compiled == ["CUDA img2gray_cuda/img2gray.cu", "CXX torch-ext/torch_binding.cpp",
+                        "CXX torch-ext/torch_binding.cpp"], result.stdout
+    assert "torch_binding.cpp names TORCH_EXTENSION_NAME" in result.stdout
 
 
 def test_changed_header_rebuilds_its_includers(tmp_path):
@@ -245,17 +248,44 @@ def test_verbose_prints_every_command(kernel_copy):
     assert re.search(r"g\+\+ -shared .*-lcudart", out)
 
 
-def test_unique_id_follows_the_git_tree_and_dirty_state(kernel_copy):
-    tree = git("rev-parse", "HEAD:./", cwd=kernel_copy)
-    run_kbuild(*build_args(kernel_copy, "--backend", "cpu"))
+def test_the_loop_in_git_a_commit_recompiles_nothing_and_a_cpu_edit_no_cuda_unit(kernel_copy):
+    run_kbuild(*build_args(kernel_copy))
+    first = json.loads((kernel_copy / "build" / CPU_VARIANT / "metadata.json").read_text())["id"]
+    assert first == f"_img2gray_cpu_{source_id(kernel_copy)}"
+
+    def commit(message):
+        git("-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qam", message, cwd=kernel_copy)
+
+    # README edit, then a commit: same sources, same ops id; only metadata.json's provenance changes.
+    readme = kernel_copy / "README.md"
+    readme.write_text("# notes\n")
+    git("add", "README.md", cwd=kernel_copy)
+    jobs = rebuilt_jobs(run_kbuild(*build_args(kernel_copy)).stdout)  # provenance: dirty
+    assert jobs == [f"INSTALL build/{CPU_VARIANT}", f"INSTALL build/{CUDA_VARIANT}"], jobs
+    commit("readme")
+    jobs = rebuilt_jobs(run_kbuild(*build_args(kernel_copy)).stdout)
+    assert jobs == [f"INSTALL build/{CPU_VARIANT}", f"INSTALL build/{CUDA_VARIANT}"], jobs
     metadata = json.loads((kernel_copy / "build" / CPU_VARIANT / "metadata.json").read_text())
-    assert metadata["id"] == f"_img2gray_cpu_{tree[:7]}"
-    readme = kernel_copy / "torch-ext" / "img2gray" / "__init__.py"
-    readme.write_text(readme.read_text() + "\n# local change\n")
-    run_kbuild(*build_args(kernel_copy, "--backend", "cpu"))
+    assert metadata["id"] == first
+    assert metadata["provenance"]["kernel"] == {"commit": git("rev-parse", "HEAD", cwd=kernel_copy), "dirty": False}
+    # A file that is not a build input keeps the id too.
+    (kernel_copy / "notes").mkdir()
+    (kernel_copy / "notes" / "todo.txt").write_text("later\n")
+    assert "no work to do" in run_kbuild(*build_args(kernel_copy)).stdout
+    # A CPU-only edit: no CUDA unit is compiled; the dirty tree is recorded as provenance.
+    cpp = kernel_copy / "img2gray_cpu" / "img2gray_cpu.cpp"
+    cpp.write_text(cpp.read_text() + "\n// edited\n")
+    jobs = rebuilt_jobs(run_kbuild(*build_args(kernel_copy)).stdout)
+    assert not [job for job in jobs if job.startswith("CUDA")], jobs
+    assert sorted(job for job in jobs if job.startswith("CXX")) == ["CXX img2gray_cpu/img2gray_cpu.cpp"] * 2 + [
+        "CXX torch-ext/torch_binding.cpp"] * 2, jobs
     metadata = json.loads((kernel_copy / "build" / CPU_VARIANT / "metadata.json").read_text())
-    assert metadata["id"] == f"_img2gray_cpu_{tree[:7]}_dirty"
+    assert metadata["id"] == f"_img2gray_cpu_{source_id(kernel_copy)}" != first
     assert metadata["provenance"]["kernel"]["dirty"] is True
+    # Committing that edit recompiles nothing.
+    commit("edit")
+    jobs = rebuilt_jobs(run_kbuild(*build_args(kernel_copy)).stdout)
+    assert all(job.startswith("INSTALL") for job in jobs), jobs
 
 
 def test_outside_git_the_unique_id_is_a_digest_of_the_sources(tmp_path):

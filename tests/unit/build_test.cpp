@@ -127,7 +127,8 @@ TEST_F(BuildFixture, ALocalBuildInstallsTheVariantThenHasNothingToDo) {
   ASSERT_FALSE(reporter.warnings.empty());
   EXPECT_NE(reporter.warnings.front().find("no CUDA toolkit found"), std::string::npos);
   // The variant directory as the loader expects it, with the ops id from the sources (no git here).
-  std::string id = *build::source_content_id(fs, "/k");
+  std::string id =
+      build::build_identity(fs, launcher, "/k", *build::load_kernel(fs, "/k", {}), std::nullopt)->unique_id;
   EXPECT_TRUE(fs.has("/k/build/torch211-cxx11-cpu-x86_64-linux/metadata.json"));
   EXPECT_TRUE(fs.has("/k/build/torch211-cxx11-cpu-x86_64-linux/__init__.py"));
   EXPECT_TRUE(fs.has("/k/build/torch211-cxx11-cpu-x86_64-linux/_relu_cpu_" + id + ".abi3.so"));
@@ -241,43 +242,67 @@ TEST_F(BuildFixture, AnInvalidCacheSizeIsAUsageError) {
   EXPECT_NE(outcome.error().message.find("KBUILD_CACHE_MAX_SIZE"), std::string::npos);
 }
 
-TEST(BuildIdentity, ExplicitThenGitThenADigestOfTheSources) {
+TEST(BuildIdentity, ExplicitElseADigestOfTheBuildInputs) {
   fakes::MemFileSystem fs;
   fakes::FakeLauncher launcher;
-  ASSERT_TRUE(fs.write_file_atomic("/k/build.toml", "[general]\n"));
-  ASSERT_TRUE(fs.write_file_atomic("/k/src/a.cu", "int a;\n"));
-  auto explicit_id = build::build_identity(fs, launcher, "/k", std::string("abc_1"));
+  config::KernelConfig config;
+  config.general.name = "relu";
+  config.torch.src = {"torch-ext/binding.cpp"};
+  config::KernelComponent component;
+  component.name = "relu_cuda";
+  component.backend = config::Backend::cuda;
+  component.src = {"src/a.cu"};
+  component.include = {"include"};
+  config.kernels = {component};
+  auto write_kernel = [](fakes::MemFileSystem& into, const std::string& dir) {
+    for (const auto& [rel, text] : std::map<std::string, std::string>{{"build.toml", "[general]\n"},
+                                                                      {"src/a.cu", "int a;\n"},
+                                                                      {"include/a.h", "int f();\n"},
+                                                                      {"torch-ext/binding.cpp", "// b\n"},
+                                                                      {"torch-ext/relu/__init__.py", "\n"}})
+      ASSERT_TRUE(into.write_file_atomic(dir + "/" + rel, text));
+  };
+  write_kernel(fs, "/k");
+  auto id = [&](fakes::MemFileSystem& of, const std::string& dir) {
+    return build::build_identity(of, launcher, dir, config, std::nullopt)->unique_id;
+  };
+  auto explicit_id = build::build_identity(fs, launcher, "/k", config, std::string("abc_1"));
   EXPECT_EQ(explicit_id->unique_id, "abc_1");
-  EXPECT_FALSE(build::build_identity(fs, launcher, "/k", std::string("a-b")));
-  auto first = build::build_identity(fs, launcher, "/k", std::nullopt);
-  ASSERT_TRUE(first);
-  EXPECT_TRUE(std::regex_match(first->unique_id, std::regex("src[0-9a-f]{8}"))) << first->unique_id;
-  // Outputs, intermediates, dot-files and bytecode do not count; kbuild clean therefore keeps the id.
-  ASSERT_TRUE(fs.write_file_atomic("/k/build/v/x.so", "x"));
-  ASSERT_TRUE(fs.write_file_atomic("/k/.kbuild/obj/a.o", "o"));
-  ASSERT_TRUE(fs.write_file_atomic("/k/src/__pycache__/m.cpython-311.pyc", "b"));
-  EXPECT_EQ(build::build_identity(fs, launcher, "/k", std::nullopt)->unique_id, first->unique_id);
+  EXPECT_FALSE(build::build_identity(fs, launcher, "/k", config, std::string("a-b")));
+  const std::string first = id(fs, "/k");
+  EXPECT_TRUE(std::regex_match(first, std::regex("src[0-9a-f]{8}"))) << first;
+  EXPECT_EQ(*build::build_input_files(fs, "/k", config),
+            (std::vector<std::string>{"build.toml", "include/a.h", "src/a.cu", "torch-ext/binding.cpp",
+                                      "torch-ext/relu/__init__.py"}));
+  // What is not a build input does not count: outputs, intermediates, bytecode, README, tests, the
+  // lock file, notes; so kbuild clean, a new test or a README edit keep the id.
+  for (const char* other : {"build/v/x.so", ".kbuild/obj/a.o", "torch-ext/relu/__pycache__/m.cpython-311.pyc",
+                            "README.md", "tests/test_relu.py", "kbuild.lock", "notes/todo.txt", "include/notes.txt"})
+    ASSERT_TRUE(fs.write_file_atomic(std::string("/k/") + other, "x"));
+  EXPECT_EQ(id(fs, "/k"), first);
   fakes::MemFileSystem copy;  // another checkout with the same sources
-  ASSERT_TRUE(copy.write_file_atomic("/elsewhere/build.toml", "[general]\n"));
-  ASSERT_TRUE(copy.write_file_atomic("/elsewhere/src/a.cu", "int a;\n"));
-  EXPECT_EQ(build::build_identity(copy, launcher, "/elsewhere", std::nullopt)->unique_id, first->unique_id);
-  // An edited source keeps the id (it recompiles alone); build.toml and the file set change it.
-  ASSERT_TRUE(fs.write_file_atomic("/k/src/a.cu", "int b;\n"));
-  EXPECT_EQ(build::build_identity(fs, launcher, "/k", std::nullopt)->unique_id, first->unique_id);
-  ASSERT_TRUE(fs.write_file_atomic("/k/build.toml", "[general]\nname = \"x\"\n"));
-  EXPECT_NE(build::build_identity(fs, launcher, "/k", std::nullopt)->unique_id, first->unique_id);
-  ASSERT_TRUE(copy.write_file_atomic("/elsewhere/src/b.cu", "int a;\n"));
-  EXPECT_NE(build::build_identity(copy, launcher, "/elsewhere", std::nullopt)->unique_id, first->unique_id);
+  write_kernel(copy, "/elsewhere");
+  EXPECT_EQ(id(copy, "/elsewhere"), first);
+  // Any change to what is compiled or installed gives a new id: a source, a header of an include
+  // directory, a Python file, build.toml.
+  for (const char* input : {"src/a.cu", "include/a.h", "include/new.cuh", "torch-ext/relu/ops.py", "build.toml"}) {
+    fakes::MemFileSystem edited;
+    write_kernel(edited, "/k");
+    ASSERT_TRUE(edited.write_file_atomic(std::string("/k/") + input, "changed\n"));
+    EXPECT_NE(id(edited, "/k"), first) << input;
+  }
+  // In git, the commit and dirty flag are provenance; the id stays the digest of the inputs.
   launcher.programs["git"] = "/usr/bin/git";
   launcher.answers["git -C /k rev-parse HEAD HEAD:./"] = {
       0, std::string(40, 'c') + "\n" + "0123456789abcdef0123456789abcdef01234567\n", ""};
   launcher.answers["git -C /k status --porcelain --untracked-files=no --ignore-submodules=all -- ."] = {0, " M x\n",
                                                                                                         ""};
-  auto git = build::build_identity(fs, launcher, "/k", std::nullopt);
+  auto git = build::build_identity(fs, launcher, "/k", config, std::nullopt);
   ASSERT_TRUE(git);
-  EXPECT_EQ(git->unique_id, "0123456_dirty");
+  EXPECT_EQ(git->unique_id, first);
   ASSERT_TRUE(git->kernel_git);
   EXPECT_TRUE(git->kernel_git->dirty);
+  EXPECT_EQ(git->kernel_git->commit, std::string(40, 'c'));
 }
 
 TEST_F(BuildFixture, OneBuildOfAKernelDirectoryAtATime) {

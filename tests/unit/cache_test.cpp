@@ -73,8 +73,10 @@ TEST(CacheKey, ArgumentsIgnoreLocationsThreadsAndOutputs) {
 }
 
 TEST(CacheKey, ResultKeyIsOrderIndependent) {
-  EXPECT_EQ(result_key("m", {{"a", "1"}, {"b", "2"}}), result_key("m", {{"b", "2"}, {"a", "1"}}));
-  EXPECT_NE(result_key("m", {{"a", "1"}, {"b", "2"}}), result_key("m", {{"a", "1"}, {"b", "3"}}));
+  EXPECT_EQ(result_key("m", {{"a", "1"}, {"b", "2"}}, std::nullopt),
+            result_key("m", {{"b", "2"}, {"a", "1"}}, std::nullopt));
+  EXPECT_NE(result_key("m", {{"a", "1"}, {"b", "2"}}, std::nullopt),
+            result_key("m", {{"a", "1"}, {"b", "3"}}, std::nullopt));
 }
 
 TEST(CompileCache, HitsAcrossCheckoutsAndMissesOnHeaderChange) {
@@ -87,7 +89,7 @@ TEST(CompileCache, HitsAcrossCheckoutsAndMissesOnHeaderChange) {
   fs.put("/a/.kbuild/k.o", "OBJECT");
   auto a = compile_job("/a", "/torch-a");
   EXPECT_FALSE(cache.restore(a));
-  cache.store(a, {"/a/k.cu", "/a/include/k.h", "/cuda/include/cuda.h"});
+  cache.store(a, {"/a/k.cu", "/a/include/k.h", "/cuda/include/cuda.h"}, false);
   // Checkout B, same contents elsewhere: a hit, with a depfile naming B's files.
   fs.put("/b/k.cu", "kernel");
   fs.put("/b/include/k.h", "header");
@@ -118,7 +120,7 @@ TEST(CompileCache, LinkJobsKeyOnInputContents) {
   link.tool_identity = "g++ 12 | torch 2.11";
   fs.put("/a/x.o", "obj");
   fs.put("/a/lib.so", "LIB");
-  cache.store(link, {});
+  cache.store(link, {}, false);
   (void)fs.remove_all("/a/lib.so");
   ASSERT_TRUE(cache.restore(link));
   EXPECT_EQ(fs.content("/a/lib.so"), "LIB");
@@ -145,7 +147,7 @@ TEST(CompileCache, FailuresAreWarningsNotErrors) {
   CompileCache cache(fs, "/cache", 1 << 30, [&](const std::string& w) { warnings.push_back(w); });
   auto job = compile_job("/a", "/t");
   fs.put("/a/k.cu", "kernel");
-  cache.store(job, {"/a/k.cu", "/a/missing.h"});  // the output and a header are missing
+  cache.store(job, {"/a/k.cu", "/a/missing.h"}, false);  // the output and a header are missing
   EXPECT_EQ(warnings.size(), 1u);
   EXPECT_EQ(cache.run_counters().errors, 1u);
 }
@@ -173,7 +175,7 @@ TEST(CompileCache, DamagedEntriesAreMissesRemovedAndCounted) {
   fs.put("/a/k.cu", "kernel");
   fs.put("/a/.kbuild/k.o", "OBJECT BYTES");
   auto job = compile_job("/a", "/t");
-  cache.store(job, {"/a/k.cu"});
+  cache.store(job, {"/a/k.cu"}, false);
   Stored files = stored_files(fs);
   ASSERT_FALSE(files.object.empty());
   ASSERT_FALSE(files.manifest.empty());
@@ -207,7 +209,7 @@ TEST(CompileCache, DamagedEntriesAreMissesRemovedAndCounted) {
   EXPECT_TRUE(warnings.empty());  // damage is a miss, not a problem to warn about
   // The next store repairs the entry.
   fs.put("/a/.kbuild/k.o", "OBJECT BYTES");
-  cache.store(job, {"/a/k.cu"});
+  cache.store(job, {"/a/k.cu"}, false);
   fs.put("/a/.kbuild/k.o", "stale");
   ASSERT_TRUE(cache.restore(job));
   EXPECT_EQ(fs.content("/a/.kbuild/k.o"), "OBJECT BYTES");
@@ -220,7 +222,7 @@ TEST(CompileCache, VerifyRemovesWhatIsDamaged) {
   CompileCache cache(fs, "/cache", 1 << 30, nullptr);
   fs.put("/a/k.cu", "kernel");
   fs.put("/a/.kbuild/k.o", "OBJECT BYTES");
-  cache.store(compile_job("/a", "/t"), {"/a/k.cu"});
+  cache.store(compile_job("/a", "/t"), {"/a/k.cu"}, false);
   fs.put("/cache/objects/ab/abcd", "KBOBJ1 0000 3\nxyz");
   fs.put("/cache/manifests/ab/abcd", "{}");
   auto report = CompileCache::verify(fs, "/cache");
@@ -265,7 +267,7 @@ TEST(RemoteCache, AnotherMachineBuildsFromTheSharedTierWithEverythingVerified) {
     a.set_remote(&remote, true);
     auto job = compile_job("/a", "/torch");
     EXPECT_FALSE(a.restore(job));
-    a.store(job, {"/a/k.cu"});
+    a.store(job, {"/a/k.cu"}, false);
     EXPECT_EQ(a.run_counters().remote_stores, 1u);
   }
   ASSERT_EQ(remote.files.size(), 2u);  // the object and its manifest, under the local cache's paths
@@ -281,7 +283,7 @@ TEST(RemoteCache, AnotherMachineBuildsFromTheSharedTierWithEverythingVerified) {
   EXPECT_EQ(fs.content("/b/.kbuild/k.o"), "OBJECT");
   EXPECT_EQ(b.run_counters().remote_hits, 1u);
   int puts_before = remote.puts;
-  b.store(job, {"/b/k.cu"});  // what came from the remote is not sent back
+  b.store(job, {"/b/k.cu"}, false);  // what came from the remote is not sent back
   EXPECT_EQ(remote.puts, puts_before);
   EXPECT_TRUE(warnings.empty());
 
@@ -304,7 +306,7 @@ TEST(RemoteCache, ReadOnlyNeverWritesAndAFailureTurnsTheRemoteOffForTheRun) {
   CompileCache readonly(fs, "/cache-a", 1 << 30, nullptr);
   readonly.set_remote(&remote, false);
   auto job = compile_job("/a", "/torch");
-  readonly.store(job, {"/a/k.cu"});
+  readonly.store(job, {"/a/k.cu"}, false);
   EXPECT_EQ(remote.puts, 0);
   EXPECT_TRUE(remote.files.empty());
 

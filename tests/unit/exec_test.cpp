@@ -29,9 +29,10 @@ TEST(Depfile, NvccStyle) {
 
 TEST(BuildState, SerialisationRoundTrips) {
   BuildState state;
-  state.set("v/compile/a b.cpp", {"key1", {{"/o/a b.o", 10, 20}}, {{"/s/a b.cpp", 5, 6}, {"/h.h", 7, 8}}});
+  state.set("v/compile/a b.cpp",
+            {"key1", {{"/o/a b.o", 10, 20}}, {{"/s/a b.cpp", 5, 6}, {"/h.h", 7, 8}}, "", std::nullopt, ""});
   std::string text = state.serialize();
-  EXPECT_TRUE(text.starts_with("kbuild-state 1\n"));
+  EXPECT_TRUE(text.starts_with("kbuild-state 2\n"));
   BuildState parsed = BuildState::parse(text);
   EXPECT_EQ(parsed.serialize(), text);
   ASSERT_TRUE(parsed.find("v/compile/a b.cpp"));
@@ -40,8 +41,8 @@ TEST(BuildState, SerialisationRoundTrips) {
 
 TEST(BuildState, UnknownVersionOrGarbageMeansEmpty) {
   EXPECT_EQ(BuildState::parse("kbuild-state 99\nJ x\n").size(), 0u);
-  EXPECT_EQ(BuildState::parse("kbuild-state 1\nQ nonsense\n").size(), 0u);
-  EXPECT_EQ(BuildState::parse("kbuild-state 1\nO 1 2 /x\n").size(), 0u);  // file before a job
+  EXPECT_EQ(BuildState::parse("kbuild-state 2\nQ nonsense\n").size(), 0u);
+  EXPECT_EQ(BuildState::parse("kbuild-state 2\nO 1 2 /x\n").size(), 0u);  // file before a job
 }
 
 namespace {
@@ -201,8 +202,9 @@ TEST(Staleness, ReasonsAreSpecific) {
   job.outputs = {"/o"};
   job.inputs = {"/i"};
   EXPECT_EQ(*staleness_reason(job, nullptr, stats), "no record of a previous build");
-  JobRecord record{"other", {{"/o", fs.stat("/o").mtime_ns, 3}}, {{"/i", fs.stat("/i").mtime_ns, 2}}};
-  EXPECT_EQ(*staleness_reason(job, &record, stats), "command line or toolchain changed");
+  JobRecord record{"other", {{"/o", fs.stat("/o").mtime_ns, 3}}, {{"/i", fs.stat("/i").mtime_ns, 2}}, "", std::nullopt,
+                   ""};
+  EXPECT_EQ(*staleness_reason(job, &record, stats), "the command line or the toolchain changed");
   record.key = "k";
   EXPECT_FALSE(staleness_reason(job, &record, stats).has_value());
   record.inputs[0].mtime_ns -= 1;

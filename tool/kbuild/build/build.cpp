@@ -246,7 +246,7 @@ Result<BuildOutcome> build(const BuildRequest& request, BuildServices& services)
                                                   [&](const std::string& w) { services.reporter.warning(w); }));
   }
   for (const auto& warning : component_less_backend_warnings(config, variants)) services.reporter.warning(warning);
-  KB_TRY_ASSIGN(BuildIdentity identity, build_identity(services.fs, services.launcher, kernel_dir, request.unique_id));
+  KB_TRY_ASSIGN(BuildIdentity identity, build_identity(services.fs, services.launcher, kernel_dir, config, request.unique_id));
 
   plan::PlanRequest plan_request;
   plan_request.config = &config;

@@ -1,6 +1,7 @@
 #include "kbuild/build/kernel_source.hpp"
 
 #include <algorithm>
+#include <set>
 
 #include "kbuild/util/git.hpp"
 #include "kbuild/util/hash.hpp"
@@ -72,26 +73,63 @@ Result<std::vector<std::string>> kernel_source_files(const util::FileSystem& fs,
   return files;
 }
 
-Result<std::string> source_content_id(const util::FileSystem& fs, const std::filesystem::path& kernel_dir) {
-  util::Hasher hasher;
-  hasher.update("kbuild-source-id-v1\n");
+namespace {
+
+bool c_family_file(const std::string& path) {
+  for (const char* ext :
+       {".h", ".hh", ".hpp", ".hxx", ".cuh", ".inc", ".inl", ".ipp", ".tcc", ".c", ".cc", ".cpp", ".cxx", ".cu"})
+    if (path.ends_with(ext)) return true;
+  return false;
+}
+
+// "dir" -> "dir/"; "." and "" -> "" (the whole kernel directory).
+std::string directory_prefix(const std::string& dir) {
+  std::string normal = std::filesystem::path(dir).lexically_normal().generic_string();
+  if (normal == "." || normal.empty()) return "";
+  return normal.ends_with("/") ? normal : normal + "/";
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> build_input_files(const util::FileSystem& fs, const std::filesystem::path& kernel_dir,
+                                                   const config::KernelConfig& config) {
+  std::set<std::string> listed = {"build.toml"};
+  std::vector<std::string> include_prefixes;
+  auto add = [&](const std::vector<std::string>& src, const std::vector<std::string>& include) {
+    for (const auto& file : src) listed.insert(std::filesystem::path(file).lexically_normal().generic_string());
+    for (const auto& dir : include) include_prefixes.push_back(directory_prefix(dir));
+  };
+  add(config.torch.src, config.torch.include);
+  for (const auto& component : config.kernels) add(component.src, component.include);
+  const std::string package = directory_prefix(config.package_dir());
   KB_TRY_ASSIGN(std::vector<std::string> files, kernel_source_files(fs, kernel_dir));
+  std::vector<std::string> inputs;
   for (const auto& rel : files) {
-    hasher.update(rel).update(std::string_view("\0", 1));
-    if (rel == "build.toml") {
-      KB_TRY_ASSIGN(std::string digest, util::sha256_file_raw(fs, kernel_dir / rel));
-      hasher.update(digest);
-    }
+    bool input = listed.count(rel) || rel.starts_with(package);
+    for (const auto& prefix : include_prefixes) input = input || (rel.starts_with(prefix) && c_family_file(rel));
+    if (input) inputs.push_back(rel);
+  }
+  return inputs;
+}
+
+Result<std::string> source_content_id(const util::FileSystem& fs, const std::filesystem::path& kernel_dir,
+                                      const config::KernelConfig& config) {
+  util::Hasher hasher;
+  hasher.update("kbuild-source-id-v2\n");
+  KB_TRY_ASSIGN(std::vector<std::string> files, build_input_files(fs, kernel_dir, config));
+  for (const auto& rel : files) {
+    KB_TRY_ASSIGN(std::string digest, util::sha256_file_raw(fs, kernel_dir / rel));
+    hasher.update(rel).update(std::string_view("\0", 1)).update(digest);
   }
   return "src" + hasher.finish_hex().substr(0, 8);
 }
 
 Result<BuildIdentity> build_identity(util::FileSystem& fs, util::ProcessLauncher& launcher,
-                                     const std::filesystem::path& kernel_dir,
+                                     const std::filesystem::path& kernel_dir, const config::KernelConfig& config,
                                      const std::optional<std::string>& explicit_id) {
   BuildIdentity identity;
-  auto git = util::git_state(launcher, kernel_dir);
-  if (git) identity.kernel_git = layout::GitProvenance{git->commit, git->dirty};
+  if (auto git = util::git_state(launcher, kernel_dir))
+    identity.kernel_git = layout::GitProvenance{git->commit, git->dirty};
   if (explicit_id) {
     if (!is_valid_unique_id(*explicit_id))
       return fail("--unique-id \"" + *explicit_id + "\" is not usable in a Python identifier",
@@ -99,11 +137,7 @@ Result<BuildIdentity> build_identity(util::FileSystem& fs, util::ProcessLauncher
     identity.unique_id = *explicit_id;
     return identity;
   }
-  if (git) {
-    identity.unique_id = git->tree.substr(0, 7) + (git->dirty ? "_dirty" : "");
-    return identity;
-  }
-  KB_TRY_ASSIGN(identity.unique_id, source_content_id(fs, kernel_dir));
+  KB_TRY_ASSIGN(identity.unique_id, source_content_id(fs, kernel_dir, config));
   return identity;
 }
 

@@ -29,22 +29,30 @@ Result<config::KernelConfig> load_kernel(const util::FileSystem& fs, const std::
 Result<std::vector<std::string>> kernel_source_files(const util::FileSystem& fs,
                                                      const std::filesystem::path& kernel_dir);
 
-/// "src" + 8 hex digits of SHA-256 over build.toml's content and the relative paths of the kernel
-/// directory's files (kernel_source_files, sorted by path). Contents
-/// other than build.toml do not count: every translation unit sees the id (TORCH_EXTENSION_NAME), and
-/// an edited source must recompile only itself.
-Result<std::string> source_content_id(const util::FileSystem& fs, const std::filesystem::path& kernel_dir);
+/// The files of the kernel directory that a build reads, relative and sorted: build.toml, every file
+/// listed in a `src` ([torch] and components), the C, C++ and CUDA files under their `include`
+/// directories, and the Python package (torch-ext/<python_name>/, bytecode left out). README, tests,
+/// benchmarks, kbuild.lock and other files are not build inputs.
+Result<std::vector<std::string>> build_input_files(const util::FileSystem& fs, const std::filesystem::path& kernel_dir,
+                                                   const config::KernelConfig& config);
+
+/// "src" + 8 hex digits of SHA-256 over the relative paths and contents of build_input_files: the
+/// same sources give the same id (a commit, a README edit, a new test file or `kbuild clean` keep
+/// it; two checkouts agree), and any change to what is compiled or installed gives a new one, as the
+/// loader needs to tell two builds apart in one process.
+Result<std::string> source_content_id(const util::FileSystem& fs, const std::filesystem::path& kernel_dir,
+                                      const config::KernelConfig& config);
 
 struct BuildIdentity {
   std::string unique_id;  ///< the ops id suffix
   std::optional<layout::GitProvenance> kernel_git;
 };
 
-/// The unique id: `explicit_id` if given; else the kernel directory's git tree id (7 hex, "_dirty"
-/// appended when tracked files changed); else source_content_id, so that two copies of one kernel
-/// outside git give the same ops name and the same bytes, and `kbuild clean` keeps it.
+/// The unique id: `explicit_id` if given, else source_content_id. The kernel directory's git commit
+/// and dirty flag, when it is in a git work tree, are provenance for metadata.json only: they do
+/// not enter the id, so that committing recompiles nothing.
 Result<BuildIdentity> build_identity(util::FileSystem& fs, util::ProcessLauncher& launcher,
-                                     const std::filesystem::path& kernel_dir,
+                                     const std::filesystem::path& kernel_dir, const config::KernelConfig& config,
                                      const std::optional<std::string>& explicit_id);
 
 /// Whether `id` can be part of a Python identifier (letters, digits, '_').

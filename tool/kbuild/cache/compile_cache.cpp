@@ -35,6 +35,7 @@ std::optional<nlohmann::json> valid_entries(const std::string& text) {
       return std::nullopt;
     for (const auto& input : entry["inputs"])
       if (!input.is_array() || input.size() != 2 || !input[0].is_string() || !is_hex64(input[1])) return std::nullopt;
+    if (entry.contains("volatile") && !entry["volatile"].is_string()) return std::nullopt;
   }
   return manifest["entries"];
 }
@@ -138,6 +139,8 @@ Result<bool> CompileCache::try_restore(const plan::Job& job) {
       return false;
     }
     for (const auto& entry : *entries) {
+      if (entry.contains("volatile") && (!job.volatile_define || entry.at("volatile") != job.volatile_define->value))
+        continue;  // compiled with another ops id, which the unit names
       bool match = true;
       std::vector<std::string> paths;
       for (const auto& input : entry.at("inputs")) {
@@ -228,7 +231,10 @@ bool CompileCache::restore(const plan::Job& job) {
   return *hit;
 }
 
-Result<void> CompileCache::try_store(const plan::Job& job, const std::vector<std::string>& prerequisites) {
+Result<void> CompileCache::try_store(const plan::Job& job, const std::vector<std::string>& prerequisites,
+                                     bool names_volatile_define) {
+  std::optional<std::string> volatile_value;
+  if (names_volatile_define && job.volatile_define) volatile_value = job.volatile_define->value;
   std::string key;
   std::vector<std::pair<std::string, std::string>> inputs;
   std::string k1;
@@ -246,7 +252,7 @@ Result<void> CompileCache::try_store(const plan::Job& job, const std::vector<std
       KB_TRY_ASSIGN(std::string sha, content_sha256(path));
       inputs.emplace_back(normalize_path(path, job.path_roots), sha);
     }
-    key = result_key(k1, inputs);
+    key = result_key(k1, inputs, volatile_value);
   }
   fs::path object = object_path(key);
   auto existing = m_fs.stat(object).is_file ? m_fs.read_file(object) : Result<std::string>(fail(""));
@@ -267,6 +273,7 @@ Result<void> CompileCache::try_store(const plan::Job& job, const std::vector<std
     nlohmann::json entry = {{"result", key}, {"inputs", nlohmann::json::array()}};
     std::sort(inputs.begin(), inputs.end());
     for (const auto& [path, sha] : inputs) entry["inputs"].push_back({path, sha});
+    if (volatile_value) entry["volatile"] = *volatile_value;
     entries.push_back(entry);
     for (const auto& old : previous)
       if (old["result"] != key && entries.size() < k_manifest_entries) entries.push_back(old);
@@ -281,8 +288,9 @@ Result<void> CompileCache::try_store(const plan::Job& job, const std::vector<std
   return {};
 }
 
-void CompileCache::store(const plan::Job& job, const std::vector<std::string>& prerequisites) {
-  if (auto stored = try_store(job, prerequisites); !stored) warn_once(stored.error().message);
+void CompileCache::store(const plan::Job& job, const std::vector<std::string>& prerequisites,
+                         bool names_volatile_define) {
+  if (auto stored = try_store(job, prerequisites, names_volatile_define); !stored) warn_once(stored.error().message);
 }
 
 Result<CacheSummary> CompileCache::summarize(const util::FileSystem& fs, const fs::path& dir) {

@@ -7,11 +7,13 @@
 // On-disk format under the cache directory:
 //   objects/<k[0:2]>/<k>        the output of a job (object file or shared library), key k, as
 //                               "KBOBJ1 <sha256 of the bytes> <size>\n" followed by the bytes
-//   manifests/<m[0:2]>/<m>      JSON {"entries": [{"result": k, "inputs": [[path, sha256], ...]}]}:
-//                               for manifest key m, the prerequisites the compiler read (paths
-//                               normalised: $K/..., $TORCH/..., $CUDA/...) with their content
-//                               hashes, and the result key; newest first, at most 16. A hit
-//                               rewrites the job's depfile from the matching entry.
+//   manifests/<m[0:2]>/<m>      JSON {"entries": [{"result": k, "inputs": [[path, sha256], ...],
+//                               "volatile": value}]}: for manifest key m, the prerequisites the
+//                               compiler read (paths normalised: $K/..., $TORCH/..., $CUDA/...)
+//                               with their content hashes, the result key, and, only when the unit
+//                               names the job's volatile define (the ops id), the value it was
+//                               compiled with (an entry with it serves only that value); newest
+//                               first, at most 16. A hit rewrites the job's depfile from the entry.
 //   stats                       JSON counters {"hits", "misses", "stores", "errors", "corrupt",
 //                               "remote_hits", "remote_stores", "remote_errors"}
 //                               summed over runs
@@ -66,7 +68,7 @@ class CompileCache final : public exec::JobCache {
   void set_remote(RemoteStore* remote, bool writable);
 
   bool restore(const plan::Job& job) override;
-  void store(const plan::Job& job, const std::vector<std::string>& prerequisites) override;
+  void store(const plan::Job& job, const std::vector<std::string>& prerequisites, bool names_volatile_define) override;
   /// Adds this run's counters to the stats file and evicts beyond the size cap. Best effort.
   void finish();
   const CacheCounters& run_counters() const { return m_run; }
@@ -87,7 +89,8 @@ class CompileCache final : public exec::JobCache {
  private:
   Result<std::string> content_sha256(const std::string& path);
   Result<bool> try_restore(const plan::Job& job);
-  Result<void> try_store(const plan::Job& job, const std::vector<std::string>& prerequisites);
+  Result<void> try_store(const plan::Job& job, const std::vector<std::string>& prerequisites,
+                         bool names_volatile_define);
   std::filesystem::path object_path(const std::string& key) const;
   std::filesystem::path manifest_path(const std::string& key) const;
   void warn_once(const std::string& message);

@@ -26,7 +26,7 @@ std::vector<std::string> key_arguments(const plan::Job& job) {
   std::vector<std::string> out;
   std::vector<std::string> inputs;
   for (const auto& input : job.inputs) inputs.push_back(input.string());
-  const auto& argv = job.argv;
+  const auto argv = job.keyed_argv();
   for (size_t i = 1; i < argv.size(); ++i) {  // argv[0]: the compiler, hashed by identity
     const std::string& arg = argv[i];
     if (arg == "-o" || arg == "-MF" || arg == "-isystem" || arg == "--threads" || arg == "-ccbin") {
@@ -61,17 +61,18 @@ std::vector<std::string> key_arguments(const plan::Job& job) {
 
 std::string manifest_key(const plan::Job& job, const std::string& source_sha256) {
   util::Hasher hasher;
-  hasher.field("kbuild-cache-v1").field(plan::to_string(job.kind)).field(job.tool_identity);
+  hasher.field("kbuild-cache-v2").field(plan::to_string(job.kind)).field(job.tool_identity);
   for (const auto& arg : key_arguments(job)) hasher.field(arg);
   hasher.field(source_sha256);
   return hasher.finish_hex();
 }
 
-std::string result_key(const std::string& manifest_key,
-                       std::vector<std::pair<std::string, std::string>> prerequisites) {
+std::string result_key(const std::string& manifest_key, std::vector<std::pair<std::string, std::string>> prerequisites,
+                       const std::optional<std::string>& volatile_value) {
   std::sort(prerequisites.begin(), prerequisites.end());
   util::Hasher hasher;
   hasher.field(manifest_key);
+  if (volatile_value) hasher.field("volatile-define").field(*volatile_value);
   for (const auto& [path, sha] : prerequisites) hasher.field(path).field(sha);
   return hasher.finish_hex();
 }

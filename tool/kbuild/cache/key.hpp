@@ -4,10 +4,11 @@
 // affect the output, so that entries are shared across checkouts, -j values and Torch versions:
 //
 //   key1 (manifest key) = SHA-256 of fields, each length-prefixed:
-//       "kbuild-cache-v1" | job kind | tool identity (compiler versions) | normalised arguments |
+//       "kbuild-cache-v2" | job kind | tool identity (compiler versions) | normalised arguments |
 //       SHA-256 of the source file
-//   result key          = SHA-256 of key1 | for every prerequisite the compiler read (from its
-//                         depfile, sorted): normalised path | SHA-256 of the content
+//   result key          = SHA-256 of key1 | ["volatile-define" | its value, when the unit names the
+//                         macro] | for every prerequisite the compiler read (from its depfile,
+//                         sorted): normalised path | SHA-256 of the content
 //   link key            = SHA-256 of "kbuild-link-v1" | tool identity (incl. the Torch/CUDA builds
 //                         linked against) | normalised arguments | SHA-256 of every input object
 //
@@ -15,8 +16,11 @@
 // compiler path (its identity is hashed instead), -o/-MF/-MD and their files, the source path,
 // include directories (-I, -isystem; the headers actually read are hashed), -ffile-prefix-map
 // (it only makes outputs location independent), nvcc's --threads and -ccbin, -L directories and
-// input objects of a link. Paths under a job's roots are written as $K/..., $TORCH/..., etc.
+// input objects of a link, and the value of the job's volatile define (the ops id: plan::Job), which
+// enters the result key only for units that name the macro. Paths under a job's roots are written as $K/...,
+// $TORCH/..., etc.
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,8 +42,10 @@ std::vector<std::string> key_arguments(const plan::Job& job);
 
 /// key1 of a compile job, given the SHA-256 (hex) of its source.
 std::string manifest_key(const plan::Job& job, const std::string& source_sha256);
-/// The result key from key1 and (normalised path, content SHA-256) of every prerequisite.
-std::string result_key(const std::string& manifest_key, std::vector<std::pair<std::string, std::string>> prerequisites);
+/// The result key from key1, (normalised path, content SHA-256) of every prerequisite, and the volatile
+/// define's value when the unit names the macro.
+std::string result_key(const std::string& manifest_key, std::vector<std::pair<std::string, std::string>> prerequisites,
+                       const std::optional<std::string>& volatile_value);
 /// The key of a link job, given the SHA-256 of each input object in order.
 std::string link_key(const plan::Job& job, const std::vector<std::string>& input_sha256);
 

@@ -1,7 +1,10 @@
 #include "kbuild/exec/build_state.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <set>
+
+#include "kbuild/util/strings.hpp"
 
 namespace kbuild::exec {
 
@@ -12,7 +15,7 @@ const util::FileStat& StatCache::stat(const std::string& path) {
 }
 
 namespace {
-constexpr std::string_view k_header = "kbuild-state 1";
+constexpr std::string_view k_header = "kbuild-state 2";
 
 bool parse_file_record(std::string_view rest, FileRecord& out) {
   size_t space1 = rest.find(' ');
@@ -53,6 +56,17 @@ BuildState BuildState::parse(std::string_view text) {
         if (!current) return {};
         current->key = std::string(rest);
         break;
+      case 'C':
+        if (!current) return {};
+        current->command = std::string(rest);
+        break;
+      case 'V': {
+        size_t space = rest.find(' ');
+        if (!current || space == std::string_view::npos || space == 0) return {};
+        current->volatile_value = std::string(rest.substr(0, space));
+        current->volatile_named_in = std::string(rest.substr(space + 1));
+        break;
+      }
       case 'O':
       case 'I': {
         FileRecord record;
@@ -72,6 +86,8 @@ std::string BuildState::serialize() const {
   out += '\n';
   for (const auto& [id, record] : m_jobs) {
     out += "J " + id + "\nK " + record.key + "\n";
+    if (!record.command.empty() && record.command.find('\n') == std::string::npos) out += "C " + record.command + "\n";
+    if (record.volatile_value) out += "V " + *record.volatile_value + " " + record.volatile_named_in + "\n";
     for (const auto& file : record.outputs)
       out += "O " + std::to_string(file.mtime_ns) + " " + std::to_string(file.size) + " " + file.path + "\n";
     for (const auto& file : record.inputs)
@@ -109,11 +125,42 @@ void BuildState::retain_only(const plan::JobGraph& graph) {
 namespace {
 // Depfiles name headers as the compiler reached them (torch-ext/../include/x.h); shown normalised.
 std::string shown(const std::string& path) { return std::filesystem::path(path).lexically_normal().string(); }
+
+// "a, b, c" of at most three items, then "and N more".
+std::string few(const std::vector<std::string>& items) {
+  std::string out;
+  for (size_t i = 0; i < items.size() && i < 3; ++i) out += (i ? ", " : "") + items[i];
+  if (items.size() > 3) out += " and " + std::to_string(items.size() - 3) + " more";
+  return out;
+}
+
+// Why the key differs: the arguments added and removed, or else the toolchain or parameters.
+std::string key_change(const plan::Job& job, const JobRecord& record) {
+  if (job.in_process()) return "what it writes changed (metadata, _ops.py or generated sources)";
+  std::string now = util::shell_join(job.keyed_argv());
+  if (record.command.empty()) return "the command line or the toolchain changed";
+  if (record.command == now) return "the toolchain changed (compiler, Torch or CUDA build)";
+  auto before_args = util::shell_split(record.command);
+  auto now_args = job.keyed_argv();
+  std::vector<std::string> added, removed;
+  for (const auto& arg : now_args)
+    if (std::find(before_args.begin(), before_args.end(), arg) == before_args.end()) added.push_back(arg);
+  for (const auto& arg : before_args)
+    if (std::find(now_args.begin(), now_args.end(), arg) == now_args.end()) removed.push_back(arg);
+  if (added.empty() && removed.empty()) return "the command line changed (argument order)";
+  std::string out = "the command line changed:";
+  if (!added.empty()) out += " added " + few(added);
+  if (!removed.empty()) out += std::string(added.empty() ? "" : ";") + " removed " + few(removed);
+  return out;
+}
 }  // namespace
 
 std::optional<std::string> staleness_reason(const plan::Job& job, const JobRecord* record, StatCache& stats) {
   if (!record) return "no record of a previous build";
-  if (record->key != job.key) return "command line or toolchain changed";
+  if (record->key != job.key) return key_change(job, *record);
+  if (record->volatile_value && job.volatile_define && *record->volatile_value != job.volatile_define->value)
+    return "the ops id changed (" + *record->volatile_value + " -> " + job.volatile_define->value + ") and " +
+           shown(record->volatile_named_in) + " names " + job.volatile_define->name;
   if (record->outputs.size() != job.outputs.size()) return "outputs changed";
   for (const auto& output : record->outputs) {
     const util::FileStat& st = stats.stat(output.path);

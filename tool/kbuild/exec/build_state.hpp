@@ -3,9 +3,13 @@
 //
 // File format (text, one record per line, fields separated by single spaces, the path last so
 // that it may contain spaces):
-//   kbuild-state 1                         first line: format and version
+//   kbuild-state 2                         first line: format and version
 //   J <job id>                             starts a job record
 //   K <key>                                the job's key (command line + toolchain identity)
+//   C <command line>                       the command as keyed (volatile define masked), shell-quoted,
+//                                          so that --explain can name what changed; commands only
+//   V <value> <path>                       the volatile define's value the output depends on, and the
+//                                          file that names the macro; absent when it depends on none
 //   O <mtime_ns> <size> <path>             an output as it was after the job ran
 //   I <mtime_ns> <size> <path>             an input (explicit or from the depfile) as it was read
 // An unreadable or unknown-version file is treated as empty: everything rebuilds.
@@ -33,6 +37,10 @@ struct JobRecord {
   std::string key;
   std::vector<FileRecord> outputs;
   std::vector<FileRecord> inputs;
+  std::string command;  ///< shell-quoted keyed argv (plan::Job::keyed_argv); empty for in-process jobs
+  /// The volatile define's value (the ops id) the output depends on, and the file naming the macro.
+  std::optional<std::string> volatile_value;
+  std::string volatile_named_in;
 };
 
 /// Memoises stat() for one build; entries for files a job writes are dropped when it finishes.

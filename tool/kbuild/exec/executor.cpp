@@ -1,11 +1,14 @@
 #include "kbuild/exec/executor.hpp"
 
+#include <algorithm>
 #include <deque>
 #include <map>
 #include <set>
 
 #include "kbuild/exec/depfile.hpp"
 #include "kbuild/exec/interrupt.hpp"
+#include "kbuild/exec/macro_scan.hpp"
+#include "kbuild/util/strings.hpp"
 
 namespace kbuild::exec {
 
@@ -147,9 +150,10 @@ class Run {
     if (outcome.success) {
       record(index, explicit_inputs);
       if (m_s.cache && job.cacheable) {
+        const JobRecord& recorded = *m_s.state.find(job.id);
         std::vector<std::string> prerequisites;
-        for (const auto& input : m_s.state.find(job.id)->inputs) prerequisites.push_back(input.path);
-        m_s.cache->store(job, prerequisites);
+        for (const auto& input : recorded.inputs) prerequisites.push_back(input.path);
+        m_s.cache->store(job, prerequisites, recorded.volatile_value.has_value());
       }
     } else if (job.temp_output) {
       (void)m_s.fs.remove_all(*job.temp_output);
@@ -213,7 +217,34 @@ class Run {
         }
       }
     }
+    if (!job.in_process()) record.command = util::shell_join(job.keyed_argv());
+    if (job.volatile_define) {
+      if (auto file = file_naming_define(*job.volatile_define, record.inputs)) {
+        record.volatile_value = job.volatile_define->value;
+        record.volatile_named_in = *file;
+      }
+    }
     m_s.state.set(job.id, std::move(record));
+  }
+
+  // The first file the unit read under the define's scan roots (its source, the kernel's headers,
+  // generated ones) that names the macro; unreadable files count as naming it.
+  std::optional<std::string> file_naming_define(const plan::Job::VolatileDefine& define,
+                                                const std::vector<FileRecord>& inputs) {
+    for (const auto& input : inputs) {
+      std::string path = std::filesystem::path(input.path).lexically_normal().string();
+      bool scanned = std::any_of(define.scan_roots.begin(), define.scan_roots.end(), [&](const auto& root) {
+        return path.starts_with(root.lexically_normal().string() + "/");
+      });
+      if (!scanned) continue;
+      auto memo = m_names_define.find(path);
+      if (memo == m_names_define.end()) {
+        auto text = m_s.fs.read_file(path);
+        memo = m_names_define.emplace(path, !text || names_macro(*text, define.name)).first;
+      }
+      if (memo->second) return path;
+    }
+    return std::nullopt;
   }
 
   const std::vector<plan::Job>& m_jobs;
@@ -226,6 +257,7 @@ class Run {
   std::vector<size_t> m_waiting_on;
   std::deque<size_t> m_ready;
   std::map<size_t, std::vector<FileRecord>> m_in_flight;  // job -> explicit inputs as read at start
+  std::map<std::string, bool> m_names_define;             // path -> names the volatile define's macro (this run)
   size_t m_finished = 0, m_started = 0;
   bool m_stop = false;
 };

@@ -12,10 +12,13 @@ namespace kbuild::exec {
 class JobCache {
  public:
   virtual ~JobCache() = default;
-  /// Tries to produce the job's outputs (and depfile) from the cache; true on a hit.
+  /// Tries to produce the job's outputs (and depfile) from the cache; true on a hit. An entry whose
+  /// unit named the job's volatile define (plan::Job) only serves the same value of it.
   virtual bool restore(const plan::Job& job) = 0;
-  /// Called after the job succeeded with its outputs in place and its depfile's prerequisites.
-  virtual void store(const plan::Job& job, const std::vector<std::string>& prerequisites) = 0;
+  /// Called after the job succeeded with its outputs in place and its depfile's prerequisites;
+  /// `names_volatile_define` says whether the unit's output depends on the volatile define's value.
+  virtual void store(const plan::Job& job, const std::vector<std::string>& prerequisites,
+                     bool names_volatile_define) = 0;
 };
 
 }  // namespace kbuild::exec

@@ -26,6 +26,15 @@ std::vector<std::string> Job::command_line() const {
   return command;
 }
 
+std::vector<std::string> Job::keyed_argv() const {
+  std::vector<std::string> out = argv;
+  if (!volatile_define) return out;
+  const std::string actual = volatile_define->argument();
+  for (auto& arg : out)
+    if (arg == actual) arg = volatile_define->masked_argument();
+  return out;
+}
+
 Result<void> JobGraph::validate() const {
   std::set<std::string> ids;
   std::set<fs::path> outputs;

@@ -60,9 +60,24 @@ struct Job {
   std::optional<fs::path> depfile;  ///< Make-style depfile written by the compiler (-MD -MF)
   std::vector<size_t> deps;         ///< indices of jobs whose outputs this job reads
 
-  /// What decides staleness besides the inputs' state: the command line, the toolchain identity,
-  /// the parameters of an in-process job. A change re-runs the job.
+  /// What decides staleness besides the inputs' state: the command line (with a volatile define's
+  /// value masked), the toolchain identity, the parameters of an in-process job. A change re-runs the job.
   std::string key;
+  /// A `-D<name>=<value>` of argv whose value changes often but reaches few units: the ops id
+  /// (TORCH_EXTENSION_NAME). Its value is left out of `key` and of cache keys; it counts only for a
+  /// unit whose source or headers under `scan_roots` name the macro (exec/macro_scan.hpp), which the
+  /// executor finds out after the compile and records. So a new ops id recompiles the binding, not
+  /// every unit.
+  struct VolatileDefine {
+    std::string name;
+    std::string value;
+    std::vector<fs::path> scan_roots;  ///< the kernel and work directories
+    std::string argument() const { return "-D" + name + "=" + value; }
+    std::string masked_argument() const { return "-D" + name + "=<volatile>"; }
+  };
+  std::optional<VolatileDefine> volatile_define;
+  /// argv with the volatile define's value masked: what `key` and cache keys hash.
+  std::vector<std::string> keyed_argv() const;
   /// Whether the job may be served from, and stored into, the compile cache.
   bool cacheable = false;
   /// The identity of the tools the job runs (compiler versions; for links also the Torch and CUDA

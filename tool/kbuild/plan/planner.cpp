@@ -341,7 +341,10 @@ class CompiledVariantPlanner {
     job.temp_output = temp;
     job.depfile = depfile;
     if (unit.binding) job.deps.push_back(m_generate_job);
-    job.key = hash_key({"compile-v1", util::shell_join(job.argv), m_tc.identity()});
+    job.volatile_define = Job::VolatileDefine{tvm_ffi() ? "TVM_FFI_EXTENSION_NAME" : "TORCH_EXTENSION_NAME",
+                                              m_ops,
+                                              {m_request.kernel_dir, m_request.work_dir}};
+    job.key = hash_key({"compile-v2", util::shell_join(job.keyed_argv()), m_tc.identity()});
     job.cacheable = true;
     job.tool_identity =
         kind == JobKind::compile_cuda ? "nvcc " + m_tc.cuda->version.str() + " | " + m_cxx_identity : m_cxx_identity;

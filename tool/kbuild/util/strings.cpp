@@ -84,6 +84,36 @@ std::string shell_join(const std::vector<std::string>& argv) {
   return out;
 }
 
+std::vector<std::string> shell_split(std::string_view text) {
+  std::vector<std::string> out;
+  std::string current;
+  bool in_word = false, quoted = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (quoted) {
+      if (c == '\'') {
+        quoted = false;
+      } else {
+        current += c;
+      }
+    } else if (c == '\'') {
+      quoted = in_word = true;
+    } else if (c == '\\' && i + 1 < text.size()) {
+      current += text[++i];
+      in_word = true;
+    } else if (c == ' ') {
+      if (in_word) out.push_back(std::move(current));
+      current.clear();
+      in_word = false;
+    } else {
+      current += c;
+      in_word = true;
+    }
+  }
+  if (in_word) out.push_back(std::move(current));
+  return out;
+}
+
 size_t edit_distance(std::string_view a, std::string_view b) {
   // Optimal string alignment: insertions, deletions, substitutions and adjacent transpositions
   // ("cdua" is one step from "cuda"), which is what typos look like.

@@ -15,6 +15,8 @@ std::string_view trim(std::string_view text);
 std::string shell_quote(std::string_view arg);
 /// Renders argv as one copy-pasteable shell command line.
 std::string shell_join(const std::vector<std::string>& argv);
+/// The inverse of shell_join (words separated by spaces, '...' quoting, backslash escapes).
+std::vector<std::string> shell_split(std::string_view text);
 /// `text` with control characters and bytes >= 0x7f shown as \xNN, for messages.
 std::string printable(std::string_view text);
 /// `text` with each @NAME@ (NAME of A-Z, 0-9, _), as CMake's configure_file @ONLY does in one pass,
