@@ -4,6 +4,7 @@ created by kbuild from PyPI, for the others)."""
 
 import json
 import shutil
+import subprocess
 
 import pytest
 
@@ -19,6 +20,13 @@ def test_each_local_variant_passes_its_tests_with_its_torch(built_kernel):
     result, results = results_of(built_kernel)
     assert result.returncode == 0, result.stdout + result.stderr
     assert set(results) == {"torch211-cxx11-cpu-x86_64-linux", "torch211-cxx11-cu130-x86_64-linux"}
+    gpu = subprocess.run([PYTHON, "-c", "import torch; print(torch.cuda.is_available())"], capture_output=True,
+                         text=True, check=True).stdout.strip() == "True"
+    cuda = results.pop("torch211-cxx11-cu130-x86_64-linux")
+    if not gpu:  # never "passed" with its CUDA kernels unexercised
+        assert cuda["status"] == "not tested" and "no GPU here" in cuda["reason"], cuda
+    else:
+        results["torch211-cxx11-cu130-x86_64-linux"] = cuda
     for variant in results.values():
         assert variant["status"] == "passed", variant
         assert variant["torch"].startswith("2.11.0") and variant["python"] == PYTHON
@@ -53,7 +61,7 @@ def test_another_torch_version_gets_an_environment_of_its_own(tmp_path):
     kernel = copy_kernel(tmp_path / "img2gray")
     variant = "torch215-cxx11-cpu-x86_64-linux"
     run_kbuild(*build_args(kernel, "--locked", "--variant", variant), timeout=1800)
-    result, results = results_of(kernel, "--variant", variant)
+    result, results = results_of(kernel, "--variant", variant, "--create-env")
     assert result.returncode == 0, result.stdout + result.stderr
     assert results[variant]["status"] == "passed", results
     assert results[variant]["torch"].startswith("2.15.0")

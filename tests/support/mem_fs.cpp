@@ -125,14 +125,14 @@ Result<std::vector<util::DirEntry>> MemFileSystem::list_dir(const std::filesyste
     std::string rest = it->first.substr(prefix.size());
     size_t slash = rest.find('/');
     if (slash == std::string::npos)
-      entries[rest] = {rest, false, true};
+      entries[rest] = {rest, false, true, !it->second.link.empty()};
     else
-      entries[rest.substr(0, slash)] = {rest.substr(0, slash), true, false};
+      entries[rest.substr(0, slash)] = {rest.substr(0, slash), true, false, false};
   }
   for (auto it = m_dirs.lower_bound(prefix); it != m_dirs.end() && it->starts_with(prefix); ++it) {
     std::string rest = it->substr(prefix.size());
     std::string name = rest.substr(0, rest.find('/'));
-    entries[name] = {name, true, false};
+    entries[name] = {name, true, false, false};
   }
   std::vector<util::DirEntry> out;
   for (auto& [name, entry] : entries) out.push_back(entry);

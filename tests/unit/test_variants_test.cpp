@@ -7,6 +7,7 @@
 #include "kbuild/build/test_variants.hpp"
 #include "kbuild/toolchain/lock.hpp"
 #include "kbuild/util/hash.hpp"
+#include "kbuild/util/strings.hpp"
 #include "support/fakes.hpp"
 
 using namespace kbuild;
@@ -29,12 +30,19 @@ struct TestVariantsFixture : ::testing::Test {
   util::MapEnvironment env{{{"KBUILD_CACHE", "/cache"}}};
   util::ManualClock clock;
   std::vector<std::string> info;
-  build::TestServices services{fs, launcher, env, clock, [this](const std::string& line) { info.push_back(line); }};
+  build::TestServices services{fs,     launcher, env, clock, [this](const std::string& line) { info.push_back(line); },
+                               nullptr};
   std::vector<std::map<std::string, std::string>> pytest_envs;  // the environment of each pytest run
   int pytest_exit = 0;
 
   void SetUp() override {
-    fs.put("/k/build.toml", "[general]\nname = \"relu\"\n");
+    fs.put("/k/build.toml",
+           "[general]\nname = \"relu\"\nversion = 1\nedition = 5\nlicense = \"apache-2.0\"\nbackends = [\"cpu\"]\n\n"
+           "[general.hub]\nrepo-id = \"org/relu\"\n\n[torch]\nsrc = [\"torch-ext/torch_binding.cpp\"]\n\n"
+           "[kernel.relu_cpu]\nbackend = \"cpu\"\ndepends = [\"torch\"]\nsrc = [\"relu_cpu/relu.cpp\"]\n");
+    fs.put("/k/torch-ext/torch_binding.cpp", "// binding");
+    fs.put("/k/torch-ext/relu/__init__.py", "");
+    fs.put("/k/relu_cpu/relu.cpp", "// cpu");
     fs.put("/k/tests/test_relu.py", "def test(): pass\n");
     fs.put("/k/tests/requirements.txt", "torchvision\n");
     for (const auto& variant : {k_cpu211, k_cpu215, k_cu132}) fs.put("/k/build/" + variant + "/metadata.json", "{}");
@@ -47,7 +55,7 @@ struct TestVariantsFixture : ::testing::Test {
       const std::string& program = argv.front();
       bool env_python = program.starts_with("/cache/test-envs/torch-2.15.0-py3.11-");
       if (argv.size() > 1 && argv[1] == "-c")  // the probe
-        return util::ProcessResult{0, env_python ? "2.15.0+cu132 13.2 3.11\n" : "2.11.0+cu130 13.0 3.11\n", ""};
+        return util::ProcessResult{0, env_python ? "2.15.0+cu132 13.2 3.11 - 0\n" : "2.11.0+cu130 13.0 3.11 - 0\n", ""};
       if (argv.size() > 2 && argv[1] == "-m" && argv[2] == "venv") return util::ProcessResult{0, "", ""};
       if (argv.size() > 2 && argv[1] == "-m" && argv[2] == "pip") return util::ProcessResult{0, "", ""};
       if (argv.size() > 2 && argv[1] == "-m" && argv[2] == "pytest") {
@@ -62,6 +70,7 @@ struct TestVariantsFixture : ::testing::Test {
   build::TestRequest request() const {
     build::TestRequest r;
     r.kernel_dir = "/k";
+    r.create_env = true;
     return r;
   }
   size_t ran_containing(const std::string& part) const {
@@ -110,6 +119,15 @@ TEST_F(TestVariantsFixture, EachVariantRunsWithItsOwnTorch) {
   EXPECT_EQ(pytest_envs[1].at("KBUILD_TEST_VARIANT"), k_cpu215);
   EXPECT_EQ(pytest_envs[1].at("KBUILD_TEST_VARIANT_DIR"), "/k/build/" + k_cpu215);
   EXPECT_EQ(pytest_envs[1].at("KBUILD_TEST_BACKEND"), "cpu");
+  // As kernel-builder's testshell: get_kernel("org/relu") loads the variant under test, `import relu`
+  // finds it, and nothing goes to the network.
+  EXPECT_EQ(pytest_envs[1].at("LOCAL_KERNELS"), "org/relu=/k/build/" + k_cpu215);
+  EXPECT_EQ(pytest_envs[1].at("HF_HUB_OFFLINE"), "1");
+  auto pythonpath = util::split(pytest_envs[1].at("PYTHONPATH"), ':');
+  ASSERT_EQ(pythonpath.size(), 2u);
+  EXPECT_TRUE(pythonpath[0].starts_with("/cache/tmp/.pythonpath-" + k_cpu215)) << pythonpath[0];
+  EXPECT_FALSE(fs.has(pythonpath[0]));  // removed after the run
+  EXPECT_EQ(pythonpath[1], "/k/build/" + k_cpu215);
 
   // The environment is kept: a second run creates nothing.
   launcher.ran.clear();
@@ -239,7 +257,7 @@ TEST_F(TestVariantsFixture, TvmFfiVariantsNeedTvmFfiOfTheirSeries) {
     launcher.handler = [&, version](const std::vector<std::string>& argv,
                                     const util::ProcessOptions& options) -> std::optional<util::ProcessResult> {
       if (argv.size() > 1 && argv[1] == "-c")
-        return util::ProcessResult{0, std::string("2.11.0+cu130 13.0 3.11 ") + version + "\n", ""};
+        return util::ProcessResult{0, std::string("2.11.0+cu130 13.0 3.11 ") + version + " 0\n", ""};
       return base_probe(argv, options);
     };
     auto result = build::test_variants(only, services);
@@ -250,4 +268,55 @@ TEST_F(TestVariantsFixture, TvmFfiVariantsNeedTvmFfiOfTheirSeries) {
       EXPECT_EQ(result->front().status, build::VariantTestResult::Status::passed) << result->front().reason;
     }
   }
+}
+
+TEST_F(TestVariantsFixture, ACudaVariantWithoutAGpuIsNotTested) {
+  const std::string cu130 = "torch211-cxx11-cu130-x86_64-linux";
+  fs.put("/k/build/" + cu130 + "/metadata.json", "{}");
+  auto only = request();
+  only.variants = {cu130};
+  auto result = build::test_variants(only, services);  // the probe says torch.cuda.is_available() is False
+  ASSERT_TRUE(result) << result.error().message;
+  EXPECT_EQ(result->front().status, build::VariantTestResult::Status::not_tested);
+  EXPECT_EQ(result->front().reason, "no GPU here (torch.cuda.is_available() is False): its CUDA kernels cannot run");
+  EXPECT_TRUE(pytest_envs.empty());
+}
+
+TEST_F(TestVariantsFixture, ATestEnvironmentIsCreatedOnlyWhenAskedOrConfirmed) {
+  auto only = request();
+  only.variants = {k_cpu215};
+  only.create_env = false;
+  auto refused = build::test_variants(only, services);  // no terminal to ask on
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, ExitCode::toolchain);
+  EXPECT_NE(refused.error().hint.find("--create-env"), std::string::npos);
+  EXPECT_EQ(ran_containing(" -m venv "), 0u);
+  std::vector<std::string> asked;
+  services.confirm = [&](const std::string& question) {
+    asked.push_back(question);
+    return false;
+  };
+  EXPECT_FALSE(build::test_variants(only, services));
+  ASSERT_EQ(asked.size(), 1u);
+  EXPECT_NE(asked[0].find("torch==2.15.0"), std::string::npos);
+  services.confirm = [](const std::string&) { return true; };
+  ASSERT_TRUE(build::test_variants(only, services));
+  EXPECT_EQ(ran_containing(" -m venv "), 1u);
+}
+
+TEST_F(TestVariantsFixture, AVariantOlderThanItsSourcesIsRefused) {
+  // A record of a build whose last run did not finish the variant (a compile failed).
+  fs.put("/k/.kbuild/state", "kbuild-state 2\nJ " + k_cpu211 + "/link\nK k\n");
+  auto only = request();
+  only.variants = {k_cpu211};
+  auto refused = build::test_variants(only, services);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, ExitCode::failure);
+  EXPECT_NE(refused.error().message.find("its last build did not finish"), std::string::npos)
+      << refused.error().message;
+  EXPECT_NE(refused.error().hint.find("--allow-stale"), std::string::npos);
+  EXPECT_TRUE(pytest_envs.empty());
+  only.allow_stale = true;
+  ASSERT_TRUE(build::test_variants(only, services));
+  EXPECT_EQ(pytest_envs.size(), 1u);
 }

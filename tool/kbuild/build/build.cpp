@@ -246,7 +246,8 @@ Result<BuildOutcome> build(const BuildRequest& request, BuildServices& services)
                                                   [&](const std::string& w) { services.reporter.warning(w); }));
   }
   for (const auto& warning : component_less_backend_warnings(config, variants)) services.reporter.warning(warning);
-  KB_TRY_ASSIGN(BuildIdentity identity, build_identity(services.fs, services.launcher, kernel_dir, config, request.unique_id));
+  KB_TRY_ASSIGN(BuildIdentity identity,
+                build_identity(services.fs, services.launcher, kernel_dir, config, request.unique_id));
 
   plan::PlanRequest plan_request;
   plan_request.config = &config;
@@ -255,6 +256,7 @@ Result<BuildOutcome> build(const BuildRequest& request, BuildServices& services)
   plan_request.output_dir = kernel_dir / "build";
   plan_request.unique_id = identity.unique_id;
   plan_request.kernel_git = identity.kernel_git;
+  for (const auto& rel : identity.input_files) plan_request.source_inputs.push_back(kernel_dir / rel);
   plan_request.builder_version = request.builder_version;
   plan_request.variants = variants;
   plan_request.nvcc_threads = static_cast<int>(std::max<size_t>(1, request.jobs));

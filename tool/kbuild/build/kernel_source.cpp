@@ -113,11 +113,10 @@ Result<std::vector<std::string>> build_input_files(const util::FileSystem& fs, c
 }
 
 Result<std::string> source_content_id(const util::FileSystem& fs, const std::filesystem::path& kernel_dir,
-                                      const config::KernelConfig& config) {
+                                      const std::vector<std::string>& input_files) {
   util::Hasher hasher;
   hasher.update("kbuild-source-id-v2\n");
-  KB_TRY_ASSIGN(std::vector<std::string> files, build_input_files(fs, kernel_dir, config));
-  for (const auto& rel : files) {
+  for (const auto& rel : input_files) {
     KB_TRY_ASSIGN(std::string digest, util::sha256_file_raw(fs, kernel_dir / rel));
     hasher.update(rel).update(std::string_view("\0", 1)).update(digest);
   }
@@ -128,6 +127,7 @@ Result<BuildIdentity> build_identity(util::FileSystem& fs, util::ProcessLauncher
                                      const std::filesystem::path& kernel_dir, const config::KernelConfig& config,
                                      const std::optional<std::string>& explicit_id) {
   BuildIdentity identity;
+  KB_TRY_ASSIGN(identity.input_files, build_input_files(fs, kernel_dir, config));
   if (auto git = util::git_state(launcher, kernel_dir))
     identity.kernel_git = layout::GitProvenance{git->commit, git->dirty};
   if (explicit_id) {
@@ -137,7 +137,7 @@ Result<BuildIdentity> build_identity(util::FileSystem& fs, util::ProcessLauncher
     identity.unique_id = *explicit_id;
     return identity;
   }
-  KB_TRY_ASSIGN(identity.unique_id, source_content_id(fs, kernel_dir, config));
+  KB_TRY_ASSIGN(identity.unique_id, source_content_id(fs, kernel_dir, identity.input_files));
   return identity;
 }
 

@@ -41,10 +41,11 @@ Result<std::vector<std::string>> build_input_files(const util::FileSystem& fs, c
 /// it; two checkouts agree), and any change to what is compiled or installed gives a new one, as the
 /// loader needs to tell two builds apart in one process.
 Result<std::string> source_content_id(const util::FileSystem& fs, const std::filesystem::path& kernel_dir,
-                                      const config::KernelConfig& config);
+                                      const std::vector<std::string>& input_files);
 
 struct BuildIdentity {
-  std::string unique_id;  ///< the ops id suffix
+  std::string unique_id;                 ///< the ops id suffix
+  std::vector<std::string> input_files;  ///< build_input_files, relative
   std::optional<layout::GitProvenance> kernel_git;
 };
 

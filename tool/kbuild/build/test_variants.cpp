@@ -5,6 +5,7 @@
 #include <optional>
 #include <regex>
 
+#include "kbuild/build/freshness.hpp"
 #include "kbuild/build/kernel_source.hpp"
 #include "kbuild/config/variant.hpp"
 #include "kbuild/exec/interrupt.hpp"
@@ -24,7 +25,8 @@ namespace {
 constexpr const char* k_probe =
     "import sys, torch\n"
     "try:\n    import tvm_ffi; tvm = tvm_ffi.__version__\nexcept Exception:\n    tvm = '-'\n"
-    "print(torch.__version__, torch.version.cuda or '-', f'{sys.version_info[0]}.{sys.version_info[1]}', tvm)";
+    "gpu = int(torch.cuda.is_available())\n"
+    "print(torch.__version__, torch.version.cuda or '-', f'{sys.version_info[0]}.{sys.version_info[1]}', tvm, gpu)";
 
 struct PythonTorch {
   fs::path python;
@@ -33,6 +35,7 @@ struct PythonTorch {
   std::optional<std::string> cuda;     ///< "13.0"
   std::string python_version;          ///< "3.11"
   std::optional<std::string> tvm_ffi;  ///< apache-tvm-ffi's version, when installed
+  bool gpu = false;                    ///< torch.cuda.is_available()
 };
 
 // The release part of a Python package version: "2.9.0.dev20250801+cu130" and "2.6.0a0+ecf3bae" (NGC)
@@ -47,12 +50,12 @@ std::optional<PythonTorch> probe(util::ProcessLauncher& launcher, const fs::path
   auto result = launcher.run({python.string(), "-c", k_probe});
   if (!result || result->exit_code != 0) return std::nullopt;
   auto fields = util::split(std::string(util::trim(result->out)), ' ');
-  if (fields.size() != 3 && fields.size() != 4) return std::nullopt;
+  if (fields.size() != 5) return std::nullopt;
   auto version = release_version(fields[0]);
   if (!version) return std::nullopt;
-  PythonTorch found{python, fields[0], version->major_minor(), std::nullopt, fields[2], std::nullopt};
+  PythonTorch found{python, fields[0], version->major_minor(), std::nullopt, fields[2], std::nullopt, fields[4] == "1"};
   if (fields[1] != "-") found.cuda = fields[1];
-  if (fields.size() == 4 && fields[3] != "-") found.tvm_ffi = fields[3];
+  if (fields[3] != "-") found.tvm_ffi = fields[3];
   return found;
 }
 
@@ -107,8 +110,15 @@ Result<fs::path> test_environment(const TestRequest& request, TestServices& serv
   fs::path python = dir / "bin" / "python";
   if (services.fs.stat(dir / ".complete").is_file) return python;
 
-  services.info("creating the test environment for " + requirement + " (Python " + base.python_version + ") in " +
-                dir.string());
+  const std::string what = "a test environment for " + requirement + " (Python " + base.python_version + ") in " +
+                           dir.string() + " (pip downloads Torch: several GB)";
+  if (!request.create_env && !(services.confirm && services.confirm("create " + what + "?")))
+    return fail("kbuild test needs " + what,
+                "pass --create-env to create it (once; later runs reuse it), or --python with a Python whose Torch "
+                "is " +
+                    version,
+                ExitCode::toolchain);
+  services.info("creating " + what);
   KB_TRY(services.fs.make_dirs(cache.test_envs()));
   fs::path staging = util::temp_sibling(dir);
   // Stagings of earlier runs that were killed (SIGKILL, power loss): their processes are gone.
@@ -145,6 +155,8 @@ Result<fs::path> test_environment(const TestRequest& request, TestServices& serv
     (void)services.fs.remove_all(staging);
     if (!services.fs.stat(dir / ".complete").is_file) return fail(renamed.error());  // else: made meanwhile
   }
+  if (auto size = util::tree_size(services.fs, dir))
+    services.info("created " + dir.string() + " (" + util::human_size(*size) + ")");
   return python;
 }
 
@@ -252,28 +264,53 @@ std::optional<std::string> unloadable_reason(const config::Variant& variant, con
            " cannot load it";
   if (variant.backend != config::Backend::cuda) return std::nullopt;
   auto env_cuda = env.cuda ? util::Version::parse(*env.cuda) : std::nullopt;
-  if (env_cuda && variant.cuda && env_cuda->major_minor() == variant.cuda->major_minor()) return std::nullopt;
-  return "Torch " + env.torch + " here is " + (env.cuda ? "built for CUDA " + *env.cuda : std::string("a CPU build")) +
-         "; the variant needs one built for CUDA " + (variant.cuda ? variant.cuda->major_minor() : "?");
+  if (!env_cuda || !variant.cuda || env_cuda->major_minor() != variant.cuda->major_minor())
+    return "Torch " + env.torch + " here is " +
+           (env.cuda ? "built for CUDA " + *env.cuda : std::string("a CPU build")) +
+           "; the variant needs one built for CUDA " + (variant.cuda ? variant.cuda->major_minor() : "?");
+  // Its tests would pass by skipping every CUDA test: that is not a tested CUDA variant.
+  if (!env.gpu) return "no GPU here (torch.cuda.is_available() is False): its CUDA kernels cannot run";
+  return std::nullopt;
+}
+
+// The test run's environment: what kernel-builder's testshell sets (LOCAL_KERNELS, PYTHONPATH), offline
+// unless asked, and kbuild's own variables. `import_dir` holds <python_name> -> the variant.
+std::map<std::string, std::string> test_run_environment(const TestRequest& request, const util::Environment& env,
+                                                        const std::string& name, const config::Variant& variant,
+                                                        const std::string& repo_id, const fs::path& import_dir) {
+  const fs::path variant_dir = request.kernel_dir / "build" / name;
+  std::string pythonpath = import_dir.string() + ":" + variant_dir.string();
+  if (auto inherited = env.get("PYTHONPATH"); inherited && !inherited->empty()) pythonpath += ":" + *inherited;
+  std::map<std::string, std::string> vars = {{"KBUILD_TEST_VARIANT", name},
+                                             {"KBUILD_TEST_VARIANT_DIR", variant_dir.string()},
+                                             {"KBUILD_TEST_BACKEND", backend_of(variant)},
+                                             {"PYTHONDONTWRITEBYTECODE", "1"},
+                                             {"PYTHONPATH", pythonpath},
+                                             {"LOCAL_KERNELS", repo_id + "=" + variant_dir.string()}};
+  if (!request.online) vars["HF_HUB_OFFLINE"] = "1";
+  return vars;
 }
 
 // Runs pytest for one variant with `env` and reads its JUnit report into `result`.
-Result<void> run_pytest(const TestRequest& request, TestServices& services, const std::string& name,
-                        const config::Variant& variant, const PythonTorch& env, VariantTestResult& result) {
+Result<void> run_pytest(const TestRequest& request, TestServices& services, const config::KernelConfig& config,
+                        const std::string& name, const config::Variant& variant, const PythonTorch& env,
+                        VariantTestResult& result) {
   auto cache = util::CacheLayout::from_environment(services.env);
-  fs::path report = util::temp_sibling(cache.temp() / ("junit-" + name + ".xml"));
   KB_TRY(services.fs.make_dirs(cache.temp()));
+  fs::path report = util::temp_sibling(cache.temp() / ("junit-" + name + ".xml"));
+  fs::path import_dir = util::temp_sibling(cache.temp() / ("pythonpath-" + name));
+  KB_TRY(services.fs.make_dirs(import_dir));
+  KB_TRY(services.fs.create_symlink(request.kernel_dir / "build" / name, import_dir / config.general.python_name()));
   util::ProcessOptions options;
   options.cwd = request.kernel_dir;
-  options.env = {{"KBUILD_TEST_VARIANT", name},
-                 {"KBUILD_TEST_VARIANT_DIR", (request.kernel_dir / "build" / name).string()},
-                 {"KBUILD_TEST_BACKEND", backend_of(variant)},
-                 {"PYTHONDONTWRITEBYTECODE", "1"}};
+  options.env = test_run_environment(request, services.env, name, variant,
+                                     config.general.hub_repo_id.value_or(config.general.name), import_dir);
   auto start = services.clock.now();
   auto run = services.launcher.run(
       {env.python.string(), "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml=" + report.string(), "tests"},
       options);
   result.seconds = services.clock.seconds_since(start);
+  (void)services.fs.remove_all(import_dir);
   if (!run) return fail(run.error());
   TestCounts counts = parse_junit_counts(services.fs.read_file(report).value_or(""));
   (void)services.fs.remove_all(report);
@@ -293,10 +330,29 @@ Result<void> run_pytest(const TestRequest& request, TestServices& services, cons
   return {};
 }
 
+// Refuses variants older than their sources (unless allowed); says which cannot be compared.
+Result<void> require_current(const TestRequest& request, TestServices& services, const config::KernelConfig& config,
+                             const std::vector<std::pair<std::string, config::Variant>>& selected) {
+  std::vector<std::string> names;
+  for (const auto& [name, variant] : selected) names.push_back(name);
+  KB_TRY_ASSIGN(auto freshness, variant_freshness(services.fs, request.kernel_dir, config, names));
+  for (const auto& entry : freshness) {
+    if (entry.state == VariantFreshness::State::unknown)
+      services.info("warning: build/" + entry.variant + " is not compared with the sources: " + entry.reason);
+    else if (entry.state == VariantFreshness::State::stale && request.allow_stale)
+      services.info("warning: build/" + entry.variant + " is older than the sources (" + entry.reason +
+                    "); testing it anyway (--allow-stale)");
+  }
+  if (request.allow_stale) return {};
+  return refuse_stale(freshness, "test", request.kernel_dir);
+}
+
 }  // namespace
 
 Result<std::vector<VariantTestResult>> test_variants(const TestRequest& request, TestServices& services) {
   KB_TRY_ASSIGN(auto selected, select_variants(request, services.fs));
+  KB_TRY_ASSIGN(config::KernelConfig config, load_kernel(services.fs, request.kernel_dir, {}));
+  KB_TRY(require_current(request, services, config, selected));
   KB_TRY_ASSIGN(PythonTorch base, base_python(request, services));
   std::map<std::string, PythonTorch> by_minor;  // Torch major.minor -> the Python that has it
   std::vector<VariantTestResult> results;
@@ -332,7 +388,7 @@ Result<std::vector<VariantTestResult>> test_variants(const TestRequest& request,
     if (auto reason = unloadable_reason(variant, env))
       result.reason = *reason;
     else
-      KB_TRY(run_pytest(request, services, name, variant, env, result));
+      KB_TRY(run_pytest(request, services, config, name, variant, env, result));
     results.push_back(std::move(result));
   }
   return results;

@@ -13,11 +13,17 @@
 // assembled under a temporary name and renamed into place with a .complete marker, so an
 // interrupted creation is never used.
 //
-// Each run gets, in its environment: KBUILD_TEST_VARIANT (the variant's name), KBUILD_TEST_VARIANT_DIR
-// (its directory) and KBUILD_TEST_BACKEND (cpu, cuda, ...); the `kernels` loader run by the tests
-// picks the variant matching its Torch by itself. A CUDA variant is tested only with a Torch built
-// for its CUDA version (PyPI has one CUDA build per Torch release); others are reported "not tested"
-// with the reason. GPU tests on a machine without a GPU are the kernel's to skip.
+// Each run gets, in its environment, what kernel-builder's testshell sets, so that tests written for
+// it run unchanged: LOCAL_KERNELS="<general.hub.repo-id>=<the variant's directory>" (get_kernel of
+// the kernel's own repo id loads the variant under test, nothing from the network) and PYTHONPATH
+// with the variant's directory and a directory where `import <python_name>` finds the variant; and
+// HF_HUB_OFFLINE=1 unless `online`. Also KBUILD_TEST_VARIANT (the variant's name),
+// KBUILD_TEST_VARIANT_DIR (its directory) and KBUILD_TEST_BACKEND (cpu, cuda, ...). A CUDA variant is
+// tested only with a Torch built for its CUDA version (PyPI has one CUDA build per Torch release) on
+// a machine with a GPU; others are reported "not tested" with the reason, never "passed".
+//
+// Before anything runs, every selected variant must be current (build/freshness.hpp): a variant
+// older than its sources is refused (exit code 1) unless `allow_stale`.
 
 #include <filesystem>
 #include <functional>
@@ -39,6 +45,9 @@ struct TestRequest {
   /// e.g. a stable-ABI variant with a newer Torch than its minimum. Empty: each variant's own Torch.
   std::string torch;
   bool pip_progress = false;  ///< let pip draw its output (a terminal)
+  bool allow_stale = false;   ///< test variants older than their sources too (build/freshness.hpp)
+  bool online = false;        ///< leave HF_HUB_OFFLINE unset in the test runs
+  bool create_env = false;    ///< create missing test environments without asking
 };
 
 struct TestServices {
@@ -47,6 +56,9 @@ struct TestServices {
   const util::Environment& env;
   const util::Clock& clock;
   std::function<void(const std::string&)> info;  ///< progress lines ("creating the Torch 2.15.0 test environment")
+  /// Asked before a test environment (gigabytes of downloads) is created without `create_env`:
+  /// true to go ahead. Null (no terminal to ask on): refused with a hint to pass --create-env.
+  std::function<bool(const std::string&)> confirm;
 };
 
 struct VariantTestResult {

@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kbuild/build/freshness.hpp"
+#include "kbuild/build/kernel_source.hpp"
 #include "kbuild/cli/command.hpp"
 #include "kbuild/layout/check.hpp"
 #include "kbuild/layout/signature.hpp"
@@ -16,7 +18,35 @@ struct CheckOptions {
   std::string kernel_dir = ".";
   std::string manylinux = "manylinux_2_28";
   bool json = false;
+  bool allow_stale = false;
 };
+
+// Whether each variant is what a build of the current sources would install (build/freshness.hpp):
+// a stale one is an error (a warning with --allow-stale), one built elsewhere a warning. Without a
+// readable build.toml (a downloaded kernel) nothing is compared.
+std::map<std::string, std::vector<layout::CheckIssue>> variant_freshness_issues(
+    Services& services, const std::filesystem::path& kernel_dir, const std::vector<std::filesystem::path>& variants,
+    bool allow_stale) {
+  std::map<std::string, std::vector<layout::CheckIssue>> out;
+  if (!services.fs.stat(kernel_dir / "build.toml").exists) return out;
+  auto config = build::load_kernel(services.fs, kernel_dir, {});
+  if (!config) return out;
+  std::vector<std::string> names;
+  for (const auto& variant : variants) names.push_back(variant.filename().string());
+  auto freshness = build::variant_freshness(services.fs, kernel_dir, *config, names);
+  if (!freshness) return out;
+  for (const auto& entry : *freshness) {
+    if (entry.state == build::VariantFreshness::State::current) continue;
+    bool stale = entry.state == build::VariantFreshness::State::stale;
+    layout::CheckIssue issue;
+    issue.error = stale && !allow_stale;
+    issue.where = entry.variant;
+    issue.message = (stale ? "older than the sources: " : "not compared with the sources: ") + entry.reason +
+                    (stale ? "; run kbuild build" : "");
+    out[entry.variant].push_back(std::move(issue));
+  }
+  return out;
+}
 
 Result<ExitCode> run_check(const CheckOptions& options, Services& services) {
   auto kernel_dir = absolute_dir(options.kernel_dir);
@@ -34,8 +64,11 @@ Result<ExitCode> run_check(const CheckOptions& options, Services& services) {
   nlohmann::ordered_json report = nlohmann::ordered_json::object();
   layout::CheckOptions check_options;
   check_options.manylinux = options.manylinux;
+  auto freshness = variant_freshness_issues(services, kernel_dir, variants, options.allow_stale);
   for (const auto& variant : variants) {
     auto issues = layout::check_variant(services.fs, variant, check_options);
+    auto& stale = freshness[variant.filename().string()];
+    issues.insert(issues.begin(), stale.begin(), stale.end());
     auto& entry = report[variant.filename().string()] = nlohmann::ordered_json::array();
     for (const auto& issue : issues) {
       (issue.error ? errors : warnings)++;
@@ -65,6 +98,8 @@ void register_check(CLI::App& app, CommandAction& action) {
   cmd->add_option("--manylinux", options->manylinux, "Symbol-version policy: manylinux_2_28 or none")
       ->capture_default_str();
   cmd->add_flag("--json", options->json, "Print the findings as JSON");
+  cmd->add_flag("--allow-stale", options->allow_stale,
+                "Report a variant older than its sources as a warning, not an error");
   cmd->callback([options, &action] { action = [options](Services& s) { return run_check(*options, s); }; });
 }
 

@@ -6,12 +6,14 @@
 
 #include <chrono>
 
+#include "kbuild/build/freshness.hpp"
 #include "kbuild/build/kernel_source.hpp"
 #include "kbuild/build/matrix_session.hpp"
 #include "kbuild/cli/command.hpp"
 #include "kbuild/cli/hub_session.hpp"
 #include "kbuild/hub/publish.hpp"
 #include "kbuild/util/log.hpp"
+#include "kbuild/util/strings.hpp"
 
 namespace kbuild::cli {
 
@@ -31,18 +33,14 @@ struct PublishCliOptions {
   bool quiet = false;
   std::vector<std::string> from;
   bool require_all = false;
+  bool allow_stale = false;
 };
-
-// "46.0 kB", "539.1 MB": sizes as people read them.
-std::string human_size(std::uint64_t bytes) {
-  return bytes < 1'000'000 ? fmt::format("{:.1f} kB", bytes / 1e3) : fmt::format("{:.1f} MB", bytes / 1e6);
-}
 
 void print_plan(const hub::PublishOutcome& outcome) {
   for (const auto& planned : outcome.plans) {
     fmt::print("branch {}{}: {} to add, {} to delete, {} unchanged\n", planned.branch, planned.exists ? "" : " (new)",
                planned.plan.adds.size(), planned.plan.deletes.size(), planned.plan.unchanged.size());
-    for (const auto& file : planned.plan.adds) fmt::print("  + {} ({})\n", file.path, human_size(file.size));
+    for (const auto& file : planned.plan.adds) fmt::print("  + {} ({})\n", file.path, util::human_size(file.size));
     for (const auto& path : planned.plan.deletes) fmt::print("  - {}\n", path);
   }
 }
@@ -92,6 +90,13 @@ Result<ExitCode> run_publish(const PublishCliOptions& options, Services& service
   publish.force = options.force;
   publish.has_token = hub.token.has_value();
   for (const auto& dir : options.from) publish.sources.push_back(absolute_dir(dir));
+  if (options.from.empty() && !options.allow_stale) {
+    // Only what a build of these sources made here is uploaded (--from artifacts are judged by
+    // their digests and one ops id instead).
+    KB_TRY_ASSIGN(auto built, build::built_variant_names(services.fs, kernel_dir));
+    KB_TRY_ASSIGN(auto freshness, build::variant_freshness(services.fs, kernel_dir, config, built));
+    KB_TRY(build::refuse_stale(freshness, "publish", kernel_dir, true));
+  }
   // What the release lacks is named when the matrix can be read; --require-all needs it.
   auto matrix = build::matrix_variant_names(services.fs, config, kernel_dir);
   if (!matrix && options.require_all) return fail(matrix.error());
@@ -117,8 +122,8 @@ Result<ExitCode> run_publish(const PublishCliOptions& options, Services& service
       double seconds = services.clock.seconds_since(start);
       double rate = seconds > 0 ? done / seconds : 0;
       double eta = rate > 0 ? (total - done) / rate : 0;
-      fmt::print(stderr, "\r  uploading {} / {}  {:.1f} MB/s  ETA {:.0f} s\x1b[K", human_size(done), human_size(total),
-                 rate / 1e6, eta);
+      fmt::print(stderr, "\r  uploading {} / {}  {:.1f} MB/s  ETA {:.0f} s\x1b[K", util::human_size(done),
+                 util::human_size(total), rate / 1e6, eta);
       progress_drawn = true;
     };
   }
@@ -146,7 +151,7 @@ Result<ExitCode> run_publish(const PublishCliOptions& options, Services& service
       outcome.status == "no_changes" ? (outcome.tag.empty() ? "no changes to" : "no changes; tagged") : "published",
       config.general.name, outcome.repo_id, outcome.branch, outcome.tag.empty() ? "" : ", tag " + outcome.tag,
       outcome.commit.substr(0, 12), outcome.traffic.lfs_objects_uploaded,
-      human_size(outcome.traffic.lfs_bytes_uploaded), outcome.url);
+      util::human_size(outcome.traffic.lfs_bytes_uploaded), outcome.url);
   return ExitCode::ok;
 }
 
@@ -173,6 +178,8 @@ void register_publish(CLI::App& app, CommandAction& action) {
       ->type_name("DIR");
   cmd->add_flag("--require-all", options->require_all,
                 "Refuse to publish unless every variant of the kernel's matrix is there");
+  cmd->add_flag("--allow-stale", options->allow_stale,
+                "Publish build/ even where it is older than the sources or was not built here");
   cmd->add_flag("--json", options->json, "Print the outcome as JSON");
   cmd->add_flag("-v,--verbose", options->verbose, "Print every request (the token is never printed)");
   cmd->add_flag("-q,--quiet", options->quiet, "Print only the result line, warnings and errors (no progress)");

@@ -5,6 +5,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <functional>
+#include <iostream>
+
 #include "kbuild/build/kernel_source.hpp"
 #include "kbuild/build/matrix_session.hpp"
 #include "kbuild/build/test_variants.hpp"
@@ -23,7 +29,22 @@ struct TestOptions {
   std::string torch;
   bool matrix = false;
   bool json = false;
+  bool allow_stale = false;
+  bool online = false;
+  bool create_env = false;
 };
+
+// Asks on the terminal before gigabytes are downloaded; null when there is no terminal to ask on.
+std::function<bool(const std::string&)> terminal_confirm(bool json) {
+  if (json || !::isatty(STDIN_FILENO) || !::isatty(STDERR_FILENO)) return nullptr;
+  return [](const std::string& question) {
+    fmt::print(stderr, "kbuild: {} [y/N] ", question);
+    std::fflush(stderr);
+    std::string answer;
+    if (!std::getline(std::cin, answer)) return false;
+    return answer == "y" || answer == "Y" || answer == "yes";
+  };
+}
 
 void print_json(const std::vector<build::VariantTestResult>& results) {
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
@@ -74,8 +95,15 @@ Result<ExitCode> run_test(const TestOptions& options, Services& services) {
     request.torch = torch->major_minor();
   }
   request.pip_progress = !options.json && is_smart_terminal(stderr, services.env);
-  build::TestServices test_services{services.fs, services.launcher, services.env, services.clock,
-                                    [](const std::string& line) { util::log::info("kbuild: " + line); }};
+  request.allow_stale = options.allow_stale;
+  request.online = options.online;
+  request.create_env = options.create_env;
+  build::TestServices test_services{services.fs,
+                                    services.launcher,
+                                    services.env,
+                                    services.clock,
+                                    [](const std::string& line) { util::log::info("kbuild: " + line); },
+                                    terminal_confirm(options.json)};
   KB_TRY_ASSIGN(auto results, build::test_variants(request, test_services));
   options.json ? print_json(results) : print_text(results);
   size_t failed = 0, untested = 0;
@@ -114,6 +142,11 @@ void register_test(CLI::App& app, CommandAction& action) {
   cmd->add_flag("--matrix", options->matrix,
                 "Every variant of the kernel's matrix (kbuild variants), each of which must be built");
   cmd->add_flag("--json", options->json, "Print the results as JSON");
+  cmd->add_flag("--allow-stale", options->allow_stale, "Test variants older than their sources too");
+  cmd->add_flag("--online", options->online,
+                "Let the tests reach the Hub (default: HF_HUB_OFFLINE=1; LOCAL_KERNELS serves the kernel itself)");
+  cmd->add_flag("--create-env", options->create_env,
+                "Create missing Torch test environments (several GB from PyPI) without asking");
   cmd->callback([options, &action] { action = [options](Services& s) { return run_test(*options, s); }; });
 }
 

@@ -66,6 +66,7 @@ class BuildState {
   /// Drops records of jobs that are not in `graph` (e.g. a removed source file).
   void retain_only(const plan::JobGraph& graph);
   size_t size() const { return m_jobs.size(); }
+  const std::map<std::string, JobRecord>& jobs() const { return m_jobs; }
 
   std::string serialize() const;
   static BuildState parse(std::string_view text);

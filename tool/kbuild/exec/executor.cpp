@@ -71,7 +71,12 @@ class Run {
         m_stale[i] = true;
         m_s.reporter.explain(m_jobs[i], *reason);
       }
-      if (m_stale[i]) ++m_summary.stale;
+      if (m_stale[i]) {
+        ++m_summary.stale;
+        // Until it runs again its outputs are not current: a failed or interrupted build leaves no
+        // record of it, so `kbuild check` and friends see the variant as unfinished.
+        m_s.state.erase(m_jobs[i].id);
+      }
     }
   }
 

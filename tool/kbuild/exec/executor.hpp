@@ -6,7 +6,9 @@
 // no record, its key changed, an output is missing or differs in mtime/size from what was recorded,
 // an input (explicit or listed in its depfile) differs from what was recorded, or one of its
 // dependencies is stale. Everything is decided before the first job starts, so "[n/m]" counts only
-// jobs that will run, and a no-op build does nothing but stat files.
+// jobs that will run, and a no-op build does nothing but stat files. A stale job loses its record
+// until it succeeds again, so the saved state never vouches for an output a failed or interrupted
+// build did not remake (build/freshness.hpp reads it).
 //
 // Outputs: a command writes job.temp_output; on success it is renamed to outputs[0]; on failure or
 // interrupt it is deleted. In-process jobs (generate, install) go to the ActionRunner, which writes

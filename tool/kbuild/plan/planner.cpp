@@ -157,7 +157,11 @@ struct Unit {
 };
 
 // The install job of a variant (compiled or noarch), after `deps` (the link, for compiled ones).
-Job install_job(const std::string& name, const layout::InstallSpec& spec, std::vector<size_t> deps) {
+// Its inputs are also every build input of the kernel (PlanRequest::source_inputs), so that its record
+// in the build state tells `kbuild check`, `test` and `publish` whether the variant is older than its
+// sources (build/freshness.hpp).
+Job install_job(const std::string& name, const layout::InstallSpec& spec, const std::vector<fs::path>& sources,
+                std::vector<size_t> deps) {
   Job install;
   install.id = name + "/install";
   install.description = "INSTALL build/" + name;
@@ -165,6 +169,9 @@ Job install_job(const std::string& name, const layout::InstallSpec& spec, std::v
   install.kind = JobKind::install;
   if (spec.library) install.inputs.push_back(*spec.library);
   for (const auto& rel : spec.python_files) install.inputs.push_back(spec.package_dir / rel);
+  for (const auto& source : sources)
+    if (std::find(install.inputs.begin(), install.inputs.end(), source) == install.inputs.end())
+      install.inputs.push_back(source);
   for (const auto& [rel, entry] : layout::variant_files(spec).files) install.outputs.push_back(spec.variant_dir / rel);
   install.outputs.push_back(spec.variant_dir / "metadata.json");
   install.deps = std::move(deps);
@@ -214,7 +221,7 @@ class CompiledVariantPlanner {
                   "list .cpp or .cu files in [torch].src or a [kernel.*] component", ExitCode::usage);
     size_t link = add_link_job(graph);
     KB_TRY_ASSIGN(layout::InstallSpec spec, install_spec());
-    graph.add(install_job(m_name, spec, {link}));
+    graph.add(install_job(m_name, spec, m_request.source_inputs, {link}));
     return {};
   }
 
@@ -491,7 +498,7 @@ Result<void> plan_noarch_variant(const PlanRequest& request, const VariantBuild&
   if (backend == config::Backend::rocm) spec.metadata.archs = config.noarch.rocm_archs;
   spec.metadata.builder_version = request.builder_version;
   spec.metadata.kernel = request.kernel_git;
-  graph.add(install_job(name, spec, {}));
+  graph.add(install_job(name, spec, request.source_inputs, {}));
   return {};
 }
 

@@ -40,6 +40,8 @@ struct PlanRequest {
   std::string unique_id;
   /// Files under torch-ext/<python_name>/, relative to it, sorted.
   std::vector<std::string> package_files;
+  /// The kernel's build inputs (build::build_input_files), absolute: inputs of every install job.
+  std::vector<fs::path> source_inputs;
   std::vector<VariantBuild> variants;
   int nvcc_threads = 0;  ///< --threads for nvcc; 0 leaves it out
   std::string builder_version;

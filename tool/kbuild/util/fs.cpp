@@ -139,7 +139,8 @@ Result<std::vector<DirEntry>> RealFileSystem::list_dir(const fs::path& path) con
   std::vector<DirEntry> entries;
   for (const auto& entry : it) {
     std::error_code ignored;
-    entries.push_back({entry.path().filename().string(), entry.is_directory(ignored), entry.is_regular_file(ignored)});
+    entries.push_back({entry.path().filename().string(), entry.is_directory(ignored), entry.is_regular_file(ignored),
+                       entry.is_symlink(ignored)});
   }
   std::sort(entries.begin(), entries.end(), [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
   return entries;
@@ -266,6 +267,21 @@ static Result<void> collect_files(const FileSystem& fs, const fs::path& root, co
     }
   }
   return {};
+}
+
+Result<std::uint64_t> tree_size(const FileSystem& fs, const fs::path& root) {
+  std::uint64_t total = 0;
+  KB_TRY_ASSIGN(auto entries, fs.list_dir(root));
+  for (const auto& entry : entries) {
+    if (entry.is_symlink) continue;  // counted where it points, if inside at all
+    if (entry.is_dir) {
+      KB_TRY_ASSIGN(std::uint64_t size, tree_size(fs, root / entry.name));
+      total += size;
+    } else if (entry.is_file) {
+      total += fs.stat(root / entry.name).size;
+    }
+  }
+  return total;
 }
 
 Result<std::vector<std::string>> list_files_recursive(const FileSystem& fs, const fs::path& root) {

@@ -26,8 +26,9 @@ struct FileStat {
 
 struct DirEntry {
   std::string name;
-  bool is_dir = false;
-  bool is_file = false;
+  bool is_dir = false;   ///< a directory, or a symbolic link to one
+  bool is_file = false;  ///< a regular file, or a symbolic link to one
+  bool is_symlink = false;
 };
 
 /// An exclusive advisory lock on a file, held until destroyed; the OS releases it when the process
@@ -110,6 +111,9 @@ Result<std::string> read_input_file(const FileSystem& fs, const fs::path& path, 
 
 /// Lists every regular file below `root`, as sorted relative paths with '/' separators.
 Result<std::vector<std::string>> list_files_recursive(const FileSystem& fs, const fs::path& root);
+
+/// The bytes of the regular files under `root`, symbolic links neither followed nor counted.
+Result<std::uint64_t> tree_size(const FileSystem& fs, const fs::path& root);
 
 /// A unique name for a temporary sibling of `path` (same directory, so rename() is atomic): the
 /// process id, a counter and random bits, so no two processes (or calls) ever share one.

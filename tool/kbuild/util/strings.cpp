@@ -1,5 +1,7 @@
 #include "kbuild/util/strings.hpp"
 
+#include <cstdio>
+
 #include <algorithm>
 
 namespace kbuild::util {
@@ -82,6 +84,17 @@ std::string shell_join(const std::vector<std::string>& argv) {
     out += shell_quote(argv[i]);
   }
   return out;
+}
+
+std::string human_size(std::uint64_t bytes) {
+  char text[32];
+  if (bytes < 1'000'000)
+    std::snprintf(text, sizeof text, "%.1f kB", static_cast<double>(bytes) / 1e3);
+  else if (bytes < 1'000'000'000)
+    std::snprintf(text, sizeof text, "%.1f MB", static_cast<double>(bytes) / 1e6);
+  else
+    std::snprintf(text, sizeof text, "%.1f GB", static_cast<double>(bytes) / 1e9);
+  return text;
 }
 
 std::vector<std::string> shell_split(std::string_view text) {

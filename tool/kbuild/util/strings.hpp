@@ -1,6 +1,7 @@
 #pragma once
 // Small string helpers shared by several modules.
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
@@ -15,6 +16,8 @@ std::string_view trim(std::string_view text);
 std::string shell_quote(std::string_view arg);
 /// Renders argv as one copy-pasteable shell command line.
 std::string shell_join(const std::vector<std::string>& argv);
+/// A byte count as people read it, in decimal units: "46.0 kB", "539.1 MB", "4.7 GB".
+std::string human_size(std::uint64_t bytes);
 /// The inverse of shell_join (words separated by spaces, '...' quoting, backslash escapes).
 std::vector<std::string> shell_split(std::string_view text);
 /// `text` with control characters and bytes >= 0x7f shown as \xNN, for messages.

@@ -1,0 +1,110 @@
+#pragma once
+// A kernel directory and a Torch installation in a MemFileSystem, probes answered by a FakeLauncher,
+// compile and link commands "run" by a FakeCommandRunner, no git, a fixed clock and randomness: the
+// build use case driven whole through fakes (tests/unit/build_test.cpp, freshness_test.cpp).
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "kbuild/build/build.hpp"
+#include "kbuild/exec/interrupt.hpp"
+#include "kbuild/exec/reporter.hpp"
+#include "support/fakes.hpp"
+
+namespace kbuild::fakes {
+
+constexpr const char* k_build_toml = R"([general]
+name = "relu"
+version = 1
+edition = 5
+license = "apache-2.0"
+backends = ["cpu", "cuda"]
+
+[torch]
+src = ["torch-ext/torch_binding.cpp"]
+
+[kernel.relu_cpu]
+backend = "cpu"
+depends = ["torch"]
+src = ["relu_cpu/relu.cpp"]
+
+[kernel.relu_cuda]
+backend = "cuda"
+depends = ["torch"]
+src = ["relu_cuda/relu.cu"]
+)";
+
+// Records what the executor and the build report, so tests can read warnings.
+class RecordingReporter final : public exec::Reporter {
+ public:
+  std::vector<std::string> warnings;
+  std::vector<std::string> started;
+  void job_started(const plan::Job& job, size_t, size_t, bool cached) override {
+    started.push_back(job.id + (cached ? " (cached)" : ""));
+  }
+  void job_finished(const plan::Job&, const exec::JobOutcome&, size_t, size_t) override {}
+  void explain(const plan::Job&, const std::string&) override {}
+  void info(std::string_view) override {}
+  void warning(std::string_view message) override { warnings.emplace_back(message); }
+};
+
+struct BuildFixture : ::testing::Test {
+  fakes::MemFileSystem fs;
+  fakes::FakeLauncher launcher;
+  fakes::FakeCommandRunner runner{fs};
+  RecordingReporter reporter;
+  util::MapEnvironment env{{{"HOME", "/home/u"}, {"KBUILD_CACHE", "/cache"}}};
+  util::ManualClock clock;
+  util::SequenceRandom random;
+  build::BuildServices services{fs, launcher, runner, reporter, env, clock, random};
+
+  void SetUp() override {
+    exec::reset_interrupt_for_testing();
+    fs.put("/k/build.toml", k_build_toml);
+    fs.put("/k/torch-ext/torch_binding.cpp", "// binding");
+    fs.put("/k/torch-ext/relu/__init__.py", "from ._ops import ops\n");
+    fs.put("/k/relu_cpu/relu.cpp", "// cpu");
+    fs.put("/k/relu_cuda/relu.cu", "// cuda");
+    // A CPU build of Torch 2.11 for the interpreter /py/bin/python3.
+    fs.put("/py/site/torch/version.py", "__version__ = '2.11.0+cpu'\ngit_version = 'abc'\n");
+    fs.put("/py/site/torch/include/torch/library.h", "");
+    fs.put("/py/site/torch/include/ATen/Config.h", "#define AT_PARALLEL_OPENMP 0\n");
+    fs.put("/py/site/torch/lib/libc10.so", "... St7__cxx11 ...");
+    fs.put("/py/include/python3.11/Python.h", "");
+    launcher.programs = {{"python3", "/py/bin/python3"}, {"g++", "/usr/bin/g++"}};
+    launcher.prefix_answers.push_back(
+        {"python3 -c ",
+         {0, R"({"version": "3.11", "include": "/py/include/python3.11", "torch": "/py/site/torch"})", ""}});
+    launcher.answers["/usr/bin/g++ -dumpfullversion"] = {0, "12.2.0\n", ""};
+    launcher.answers["/usr/bin/g++ -dumpmachine"] = {0, "x86_64-linux-gnu\n", ""};
+  }
+
+  build::BuildRequest request() const {
+    build::BuildRequest r;
+    r.kernel_dir = "/k";
+    r.jobs = 2;
+    r.builder_version = "kbuild/test";
+    r.gate_libraries = false;  // the fake compiler writes no ELF; tests/e2e check the gate with real ones
+    return r;
+  }
+
+  // Copies the kernel's sources and settings (not build/ nor .kbuild/) from /k to `to`.
+  void copy_kernel_to(const std::string& to) {
+    for (const char* file : {"/build.toml", "/kbuild.toml", "/kbuild.lock", "/torch-ext/torch_binding.cpp",
+                             "/torch-ext/relu/__init__.py", "/relu_cpu/relu.cpp", "/relu_cuda/relu.cu"})
+      if (fs.has(std::string("/k") + file)) fs.put(to + file, fs.content(std::string("/k") + file));
+  }
+
+  // The ids of the commands the runner started.
+  std::vector<std::string> started_outputs() const {
+    std::vector<std::string> out;
+    for (const auto& argv : runner.started)
+      for (size_t i = 0; i + 1 < argv.size(); ++i)
+        if (argv[i] == "-o") out.push_back(argv[i + 1]);
+    return out;
+  }
+};
+
+}  // namespace kbuild::fakes

@@ -1,0 +1,113 @@
+#include "kbuild/build/freshness.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "kbuild/build/kernel_source.hpp"
+#include "kbuild/exec/build_state.hpp"
+
+namespace kbuild::build {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string shown(const std::string& path, const fs::path& kernel_dir) {
+  fs::path normal = fs::path(path).lexically_normal();
+  fs::path rel = normal.lexically_relative(kernel_dir);
+  return !rel.empty() && !rel.string().starts_with("..") ? rel.string() : normal.string();
+}
+
+// Why a recorded job no longer matches its files, or an empty string.
+std::string record_mismatch(const exec::JobRecord& record, exec::StatCache& stats, const fs::path& kernel_dir) {
+  for (const auto& output : record.outputs) {
+    const util::FileStat& st = stats.stat(output.path);
+    if (!st.exists) return shown(output.path, kernel_dir) + " is missing";
+    if (st.mtime_ns != output.mtime_ns || st.size != output.size)
+      return shown(output.path, kernel_dir) + " was modified after the build";
+  }
+  for (const auto& input : record.inputs) {
+    const util::FileStat& st = stats.stat(input.path);
+    if (!st.exists) return shown(input.path, kernel_dir) + " is gone";
+    if (st.mtime_ns != input.mtime_ns || st.size != input.size)
+      return shown(input.path, kernel_dir) + " changed since the build";
+  }
+  return "";
+}
+
+VariantFreshness judge(const std::string& variant, const exec::BuildState& state, exec::StatCache& stats,
+                       const fs::path& kernel_dir, const std::vector<std::string>& inputs_now) {
+  VariantFreshness out{variant, VariantFreshness::State::stale, ""};
+  const std::string prefix = variant + "/";
+  const exec::JobRecord* install = state.find(prefix + "install");
+  if (!install) {
+    bool built_here = std::any_of(state.jobs().begin(), state.jobs().end(),
+                                  [&](const auto& entry) { return entry.first.starts_with(prefix); });
+    out.state = built_here ? VariantFreshness::State::stale : VariantFreshness::State::unknown;
+    out.reason = built_here ? "its last build did not finish (a failed or interrupted kbuild build)"
+                            : "no record of building it in " + (kernel_dir / ".kbuild").string() +
+                                  " (built elsewhere, or removed by kbuild clean)";
+    return out;
+  }
+  for (const auto& [id, record] : state.jobs()) {
+    if (!id.starts_with(prefix)) continue;
+    if (std::string why = record_mismatch(record, stats, kernel_dir); !why.empty()) {
+      out.reason = why;
+      return out;
+    }
+  }
+  std::set<std::string> recorded;
+  for (const auto& input : install->inputs) recorded.insert(fs::path(input.path).lexically_normal().string());
+  for (const auto& rel : inputs_now) {
+    if (!recorded.count((kernel_dir / rel).lexically_normal().string())) {
+      out.reason = rel + " is a new build input";
+      return out;
+    }
+  }
+  out.state = VariantFreshness::State::current;
+  return out;
+}
+
+}  // namespace
+
+Result<std::vector<VariantFreshness>> variant_freshness(const util::FileSystem& fs, const fs::path& kernel_dir,
+                                                        const config::KernelConfig& config,
+                                                        const std::vector<std::string>& variants) {
+  exec::BuildState state = exec::BuildState::load(fs, kernel_dir / ".kbuild" / "state");
+  KB_TRY_ASSIGN(std::vector<std::string> inputs_now, build_input_files(fs, kernel_dir, config));
+  exec::StatCache stats(fs);
+  std::vector<VariantFreshness> out;
+  for (const auto& variant : variants) out.push_back(judge(variant, state, stats, kernel_dir, inputs_now));
+  return out;
+}
+
+Result<std::vector<std::string>> built_variant_names(const util::FileSystem& fs, const fs::path& kernel_dir) {
+  std::vector<std::string> names;
+  if (!fs.stat(kernel_dir / "build").is_dir) return names;
+  KB_TRY_ASSIGN(auto entries, fs.list_dir(kernel_dir / "build"));
+  for (const auto& entry : entries)
+    if (entry.is_dir && !entry.name.starts_with(".")) names.push_back(entry.name);
+  return names;
+}
+
+Result<void> refuse_stale(const std::vector<VariantFreshness>& freshness, const std::string& command,
+                          const fs::path& kernel_dir, bool unknown_too) {
+  std::string message;
+  size_t stale = 0;
+  for (const auto& entry : freshness) {
+    bool refused = entry.state == VariantFreshness::State::stale ||
+                   (unknown_too && entry.state == VariantFreshness::State::unknown);
+    if (!refused) continue;
+    ++stale;
+    message += "\n  build/" + entry.variant + ": " + entry.reason;
+  }
+  if (stale == 0) return {};
+  return fail(std::to_string(stale) + " variant" + (stale == 1 ? " is" : "s are") +
+                  " not known to match the sources; kbuild " + command + " refuses " + (stale == 1 ? "it" : "them") +
+                  ":" + message,
+              "run `kbuild build " + kernel_dir.string() + "` (with the options that built it, e.g. --matrix), " +
+                  "or pass --allow-stale to " + command + " it anyway",
+              ExitCode::failure);
+}
+
+}  // namespace kbuild::build
