@@ -405,3 +405,21 @@ TEST_F(MatrixBuildFixture, LockedBuildsNeedTheLockAndNeverResolve) {
   EXPECT_EQ(undownloadable.error().code, ExitCode::toolchain) << undownloadable.error().message;
   EXPECT_FALSE(fs.stat("/k/build/torch211-cxx11-cpu-x86_64-linux").exists);
 }
+
+TEST_F(BuildFixture, AVariantNameThatALocalBuildMakesIsBuiltLocally) {
+  // `kbuild build` printed torch211-cxx11-cpu-x86_64-linux; --variant takes that name although the
+  // matrix (kbuild's table: Torch 2.14/2.15) does not list it.
+  auto r = request();
+  r.matrix = true;
+  r.filter.variants = {"torch211-cxx11-cpu-x86_64-linux"};
+  auto outcome = build::build(r, services);
+  ASSERT_TRUE(outcome) << outcome.error().message;
+  EXPECT_EQ(outcome->variants, std::vector<std::string>{"torch211-cxx11-cpu-x86_64-linux"});
+  EXPECT_FALSE(fs.has("/k/kbuild.lock"));  // nothing was pinned: no matrix build
+  // A name neither builds is refused by the matrix, with the valid names.
+  r.filter.variants = {"torch299-cxx11-cpu-x86_64-linux"};
+  auto unknown = build::build(r, services);
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error().code, ExitCode::usage);
+  EXPECT_NE(unknown.error().message.find("unknown variant"), std::string::npos);
+}

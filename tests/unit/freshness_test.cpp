@@ -43,7 +43,7 @@ TEST_F(BuildFixture, AFinishedBuildIsCurrentAndAnEditMakesItStale) {
   EXPECT_EQ(judge(*this).state, State::current);
   // A new Python file of the package is a new build input.
   fs.put("/k/torch-ext/relu/layers.py", "");
-  EXPECT_EQ(judge(*this).reason, "torch-ext/relu/layers.py is a new build input");
+  EXPECT_EQ(judge(*this).reason, "torch-ext/relu/layers.py is a new build input since the build");
   ASSERT_TRUE(build::build(request(), services));
   // An installed file modified by hand.
   fs.put("/k/build/" + k_cpu + "/__init__.py", "tampered");

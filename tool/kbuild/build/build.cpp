@@ -16,8 +16,11 @@
 #include "kbuild/build/matrix_session.hpp"
 #include "kbuild/build/ops_check.hpp"
 #include "kbuild/cache/compile_cache.hpp"
+#include "kbuild/cache/usage.hpp"
 #include "kbuild/exec/build_state.hpp"
+#include "kbuild/plan/cuda_archs.hpp"
 #include "kbuild/plan/planner.hpp"
+#include "kbuild/toolchain/gpu.hpp"
 #include "kbuild/toolchain/probe.hpp"
 #include "kbuild/toolchain/stdcxx_compat.hpp"
 #include "kbuild/util/cache_layout.hpp"
@@ -160,6 +163,25 @@ std::vector<std::string> component_less_backend_warnings(const config::KernelCon
   return warnings;
 }
 
+// The capabilities --cuda-archs restricts CUDA variants to (nullopt: every declared one), and why.
+Result<std::optional<std::vector<std::string>>> cuda_archs_only(const BuildRequest& request, BuildServices& services,
+                                                                const std::filesystem::path& work_dir,
+                                                                std::string& reason) {
+  if (request.cuda_archs == "all") return std::optional<std::vector<std::string>>();
+  if (request.cuda_archs == "native") {
+    auto gpus = toolchain::detect_gpu_capabilities(services.launcher, services.fs, work_dir / "gpus");
+    if (gpus.empty()) return std::optional<std::vector<std::string>>();
+    reason = "the GPU" + std::string(gpus.size() == 1 ? "" : "s") + " of this machine";
+    return std::optional<std::vector<std::string>>(gpus);
+  }
+  auto list = plan::parse_arch_list(request.cuda_archs);
+  if (!list)
+    return fail("--cuda-archs \"" + request.cuda_archs + "\" is not native, all, or a list of capabilities",
+                "e.g. --cuda-archs native, --cuda-archs all, --cuda-archs 8.0,9.0", ExitCode::usage);
+  reason = "--cuda-archs";
+  return std::optional<std::vector<std::string>>(*list);
+}
+
 Result<exec::ExecSummary> execute(const BuildRequest& request, BuildServices& services, const plan::JobGraph& graph,
                                   const std::filesystem::path& work_dir) {
   const auto state_file = work_dir / "state";
@@ -207,48 +229,102 @@ Result<std::unique_ptr<util::FileLock>> lock_kernel_dir(util::FileSystem& fs, co
   return lock;
 }
 
-Result<BuildOutcome> build(const BuildRequest& request, BuildServices& services) {
-  auto start = services.clock.now();
-  const auto& kernel_dir = request.kernel_dir;
-  const auto work_dir = kernel_dir / ".kbuild";
-  KB_TRY_ASSIGN(config::KernelConfig config, load_kernel(services.fs, kernel_dir, request.diagnostics));
-  KB_TRY_ASSIGN(std::string ops_check_stamp, check_registration_prefix(services.launcher, services.fs, request.python,
-                                                                       kernel_dir, work_dir / "ops-check.stamp"));
-  std::optional<MatrixSession> session;
-  if (request.matrix) {
-    if (!request.backends.empty())
-      return fail("--backend does not apply to matrix builds", "use --cuda cpu or --variant", ExitCode::usage);
-    KB_TRY_ASSIGN(session,
-                  open_matrix(services.fs, config, kernel_dir, request.filter, request.locked, request.diagnostics));
-  }
+namespace {
 
+// What a build works on: the matrix session (a matrix build), the local toolchain, and the variants
+// with their toolchains (stable addresses in `toolchains`).
+struct Selection {
+  std::optional<MatrixSession> session;
+  toolchain::Toolchain local;
+  std::deque<toolchain::Toolchain> toolchains;
+  std::vector<plan::VariantBuild> variants;
+};
+
+// --variant names that a local build makes (the names `kbuild build` prints) are built locally with the
+// --python Torch; other names come from the matrix. Nullopt: not such a request.
+bool names_variants_only(const BuildRequest& request) {
+  return request.matrix && !request.filter.variants.empty() && request.filter.torch.empty() &&
+         request.filter.cuda.empty();
+}
+
+std::optional<std::vector<std::string>> local_variant_names(const BuildRequest& request,
+                                                            const config::KernelConfig& config,
+                                                            const toolchain::Toolchain& local) {
+  auto variants = select_local_variants(config, local, {}, [](const std::string&) {});
+  if (!variants) return std::nullopt;
+  std::set<std::string> names;
+  for (const auto& build : *variants) names.insert(build.variant.name());
+  for (const auto& wanted : request.filter.variants)
+    if (!names.count(wanted)) return std::nullopt;
+  return request.filter.variants;
+}
+
+Result<Selection> select_variants(const BuildRequest& request, BuildServices& services,
+                                  const config::KernelConfig& config, const std::filesystem::path& work_dir) {
+  Selection selection;
   toolchain::ProbeOptions probe;
   probe.python = request.python;
   probe.cuda_home = services.env.get("CUDA_HOME");
   probe.cxx = services.env.get_or("CXX", "g++");
-  // A tvm-ffi kernel is compiled without Torch.
-  probe.need_torch = !request.matrix && config.framework != config::Framework::tvm_ffi;
-  probe.memo_file = work_dir / (request.matrix ? "toolchain-matrix.json" : "toolchain.json");
-  KB_TRY(services.fs.make_dirs(work_dir));
-  KB_TRY_ASSIGN(auto lock, lock_kernel_dir(services.fs, work_dir, request.wait_for_lock,
-                                           [](const std::string& line) { util::log::info(line); }));
-  (void)services.fs.write_file_atomic(work_dir / ".gitignore", "# kbuild intermediates, never shipped\n*\n");
-  (void)services.fs.write_file_atomic(work_dir / "ops-check.stamp", ops_check_stamp + "\n");
-  KB_TRY_ASSIGN(toolchain::Toolchain local, toolchain::probe_local_toolchain(services.launcher, services.fs, probe));
-
-  std::deque<toolchain::Toolchain> toolchains;  // stable addresses for VariantBuild::toolchain
-  std::vector<plan::VariantBuild> variants;
-  if (session) {
-    KB_TRY_ASSIGN(variants, matrix_variants(request, services, *session, local, toolchains));
-  } else {
-    toolchains.push_back(local);
-    KB_TRY_ASSIGN(variants, select_local_variants(config, toolchains.back(), request.backends,
-                                                  [&](const std::string& w) { services.reporter.warning(w); }));
+  // A tvm-ffi kernel is compiled without Torch; a matrix build takes Torch from its pins.
+  probe.need_torch = config.framework != config::Framework::tvm_ffi;
+  probe.memo_file = work_dir / "toolchain.json";
+  std::optional<std::vector<std::string>> local_names;
+  if (names_variants_only(request) && probe.need_torch) {
+    if (auto local = toolchain::probe_local_toolchain(services.launcher, services.fs, probe)) {
+      local_names = local_variant_names(request, config, *local);
+      selection.local = *local;
+    }
   }
-  for (const auto& warning : component_less_backend_warnings(config, variants)) services.reporter.warning(warning);
+  if (request.matrix && !local_names) {
+    probe.need_torch = false;
+    probe.memo_file = work_dir / "toolchain-matrix.json";
+  }
+  if (!local_names) {
+    KB_TRY_ASSIGN(selection.local, toolchain::probe_local_toolchain(services.launcher, services.fs, probe));
+  }
+  if (request.matrix && !local_names) {
+    if (!request.backends.empty())
+      return fail("--backend does not apply to matrix builds", "use --cuda cpu or --variant", ExitCode::usage);
+    KB_TRY_ASSIGN(selection.session, open_matrix(services.fs, config, request.kernel_dir, request.filter,
+                                                 request.locked, request.diagnostics));
+    KB_TRY_ASSIGN(selection.variants,
+                  matrix_variants(request, services, *selection.session, selection.local, selection.toolchains));
+    return selection;
+  }
+  selection.toolchains.push_back(selection.local);
+  KB_TRY_ASSIGN(selection.variants, select_local_variants(config, selection.toolchains.back(), request.backends,
+                                                          [&](const std::string& w) { services.reporter.warning(w); }));
+  if (local_names)
+    std::erase_if(selection.variants, [&](const plan::VariantBuild& b) {
+      return std::find(local_names->begin(), local_names->end(), b.variant.name()) == local_names->end();
+    });
+  return selection;
+}
+
+// Links newer libstdc++ symbols privately (toolchain/stdcxx_compat.hpp); without it the build still
+// works, and the ABI gate refuses libraries that need them.
+void add_stdcxx_compat(const BuildRequest& request, BuildServices& services, const Selection& selection,
+                       plan::PlanRequest& plan_request) {
+  bool any_compiled = std::any_of(selection.variants.begin(), selection.variants.end(),
+                                  [](const auto& b) { return b.variant.compiled(); });
+  if (!request.gate_libraries || !any_compiled) return;
+  auto compat = toolchain::prepare_stdcxx_compat(services.launcher, services.fs,
+                                                 util::CacheLayout::from_environment(services.env),
+                                                 selection.local.cxx.cxx.string());
+  if (compat)
+    plan_request.stdcxx_compat = *compat;
+  else
+    services.reporter.warning("cannot link newer libstdc++ symbols privately (" + compat.error().message +
+                              "); libraries that need them will fail the ABI check");
+}
+
+Result<plan::PlanRequest> plan_request_for(const BuildRequest& request, BuildServices& services,
+                                           const config::KernelConfig& config, Selection& selection,
+                                           const std::filesystem::path& work_dir, std::string& archs_reason) {
+  const auto& kernel_dir = request.kernel_dir;
   KB_TRY_ASSIGN(BuildIdentity identity,
                 build_identity(services.fs, services.launcher, kernel_dir, config, request.unique_id));
-
   plan::PlanRequest plan_request;
   plan_request.config = &config;
   plan_request.kernel_dir = kernel_dir;
@@ -256,27 +332,55 @@ Result<BuildOutcome> build(const BuildRequest& request, BuildServices& services)
   plan_request.output_dir = kernel_dir / "build";
   plan_request.unique_id = identity.unique_id;
   plan_request.kernel_git = identity.kernel_git;
-  for (const auto& rel : identity.input_files) plan_request.source_inputs.push_back(kernel_dir / rel);
+  // Rewritten only when the sources change: the install jobs' records then tell which sources built them.
+  const auto manifest_file = work_dir / "sources";
+  const std::string manifest = identity.sources.render();
+  if (services.fs.read_file(manifest_file).value_or("") != manifest)
+    KB_TRY(services.fs.write_file_atomic(manifest_file, manifest));
+  plan_request.source_manifest = manifest_file;
   plan_request.builder_version = request.builder_version;
-  plan_request.variants = variants;
+  plan_request.variants = selection.variants;
   plan_request.nvcc_threads = static_cast<int>(std::max<size_t>(1, request.jobs));
   plan_request.manylinux = request.manylinux;
-  KB_TRY(provide_dependencies(request, services, config, variants, session, local, plan_request));
-  plan_request.gate_libraries = request.gate_libraries;
-  bool any_compiled = std::any_of(variants.begin(), variants.end(), [](const auto& b) { return b.variant.compiled(); });
-  if (request.gate_libraries && any_compiled) {
-    // Without it the build still works; the ABI gate then refuses libraries needing newer symbols.
-    auto compat = toolchain::prepare_stdcxx_compat(
-        services.launcher, services.fs, util::CacheLayout::from_environment(services.env), local.cxx.cxx.string());
-    if (compat)
-      plan_request.stdcxx_compat = *compat;
-    else
-      services.reporter.warning("cannot link newer libstdc++ symbols privately (" + compat.error().message +
-                                "); libraries that need them will fail the ABI check");
+  bool any_cuda = std::any_of(selection.variants.begin(), selection.variants.end(), [](const auto& b) {
+    return b.variant.compiled() && b.variant.backend == config::Backend::cuda;
+  });
+  if (any_cuda) {
+    KB_TRY_ASSIGN(plan_request.cuda_archs_only, cuda_archs_only(request, services, work_dir, archs_reason));
   }
+  KB_TRY(provide_dependencies(request, services, config, selection.variants, selection.session, selection.local,
+                              plan_request));
+  plan_request.gate_libraries = request.gate_libraries;
+  add_stdcxx_compat(request, services, selection, plan_request);
   KB_TRY_ASSIGN(plan_request.package_files, util::list_files_recursive(services.fs, kernel_dir / config.package_dir()));
+  return plan_request;
+}
+
+}  // namespace
+
+Result<BuildOutcome> build(const BuildRequest& request, BuildServices& services) {
+  auto start = services.clock.now();
+  const auto& kernel_dir = request.kernel_dir;
+  const auto work_dir = kernel_dir / ".kbuild";
+  KB_TRY_ASSIGN(config::KernelConfig config, load_kernel(services.fs, kernel_dir, request.diagnostics));
+  KB_TRY_ASSIGN(std::string ops_check_stamp, check_registration_prefix(services.launcher, services.fs, request.python,
+                                                                       kernel_dir, work_dir / "ops-check.stamp"));
+  KB_TRY(services.fs.make_dirs(work_dir));
+  KB_TRY_ASSIGN(auto lock, lock_kernel_dir(services.fs, work_dir, request.wait_for_lock,
+                                           [](const std::string& line) { util::log::info(line); }));
+  // Toolchains and objects are used in place: `kbuild cache prune` waits while a build runs.
+  KB_TRY_ASSIGN(auto in_use,
+                cache::hold_cache_in_use(services.fs, util::CacheLayout::from_environment(services.env).root));
+  (void)services.fs.write_file_atomic(work_dir / ".gitignore", "# kbuild intermediates, never shipped\n*\n");
+  (void)services.fs.write_file_atomic(work_dir / "ops-check.stamp", ops_check_stamp + "\n");
+  KB_TRY_ASSIGN(Selection selection, select_variants(request, services, config, work_dir));
+  for (const auto& warning : component_less_backend_warnings(config, selection.variants))
+    services.reporter.warning(warning);
+  std::string archs_reason;
+  KB_TRY_ASSIGN(plan::PlanRequest plan_request,
+                plan_request_for(request, services, config, selection, work_dir, archs_reason));
   KB_TRY_ASSIGN(plan::JobGraph graph, plan::plan_build(plan_request));
-  (void)services.fs.write_file_atomic(work_dir / "toolchains-used.json", toolchains_record(variants));
+  (void)services.fs.write_file_atomic(work_dir / "toolchains-used.json", toolchains_record(selection.variants));
   (void)services.fs.write_file_atomic(work_dir / "compile_commands.json", compile_commands(graph, kernel_dir));
 
   KB_TRY_ASSIGN(exec::ExecSummary summary, execute(request, services, graph, work_dir));
@@ -288,9 +392,13 @@ Result<BuildOutcome> build(const BuildRequest& request, BuildServices& services)
                             summary.not_run ? fmt::format(", {} not run", summary.not_run) : ""),
                 request.keep_going ? "" : "fix the first error; --keep-going builds what does not depend on it");
   BuildOutcome outcome;
-  for (const auto& variant : variants) outcome.variants.push_back(variant.variant.name());
+  for (const auto& variant : selection.variants) outcome.variants.push_back(variant.variant.name());
   outcome.summary = summary;
   outcome.seconds = services.clock.seconds_since(start);
+  if (plan_request.cuda_archs_only) {
+    outcome.cuda_archs = *plan_request.cuda_archs_only;
+    outcome.cuda_archs_reason = archs_reason;
+  }
   return outcome;
 }
 

@@ -65,12 +65,18 @@ struct BuildRequest {
   bool gate_libraries = true;                ///< see plan::PlanRequest::gate_libraries
   std::string builder_version;               ///< provenance."kernel-builder".version in metadata.json
   config::DiagnosticSink diagnostics;
+  /// What CUDA variants compile (--cuda-archs): "native" (the GPUs of this machine; every declared
+  /// capability when it has none), "all" (every capability build.toml declares), or a list "8.0,9.0".
+  std::string cuda_archs = "native";
 };
 
 struct BuildOutcome {
   std::vector<std::string> variants;  ///< built (or up to date), by name
   exec::ExecSummary summary;
   double seconds = 0;
+  /// The capabilities CUDA variants were restricted to (empty: all that build.toml declares), and why.
+  std::vector<std::string> cuda_archs;
+  std::string cuda_archs_reason;
 };
 
 Result<BuildOutcome> build(const BuildRequest& request, BuildServices& services);

@@ -4,7 +4,11 @@
 #include <set>
 
 #include "kbuild/build/kernel_source.hpp"
+#include "kbuild/config/variant.hpp"
 #include "kbuild/exec/build_state.hpp"
+#include "kbuild/layout/metadata.hpp"
+#include "kbuild/plan/planner.hpp"
+#include "kbuild/util/strings.hpp"
 
 namespace kbuild::build {
 
@@ -36,7 +40,7 @@ std::string record_mismatch(const exec::JobRecord& record, exec::StatCache& stat
 }
 
 VariantFreshness judge(const std::string& variant, const exec::BuildState& state, exec::StatCache& stats,
-                       const fs::path& kernel_dir, const std::vector<std::string>& inputs_now) {
+                       const fs::path& kernel_dir, const std::string& sources_changed) {
   VariantFreshness out{variant, VariantFreshness::State::stale, ""};
   const std::string prefix = variant + "/";
   const exec::JobRecord* install = state.find(prefix + "install");
@@ -49,18 +53,14 @@ VariantFreshness judge(const std::string& variant, const exec::BuildState& state
                                   " (built elsewhere, or removed by kbuild clean)";
     return out;
   }
+  if (!sources_changed.empty()) {
+    out.reason = sources_changed + " since the build";
+    return out;
+  }
   for (const auto& [id, record] : state.jobs()) {
     if (!id.starts_with(prefix)) continue;
     if (std::string why = record_mismatch(record, stats, kernel_dir); !why.empty()) {
       out.reason = why;
-      return out;
-    }
-  }
-  std::set<std::string> recorded;
-  for (const auto& input : install->inputs) recorded.insert(fs::path(input.path).lexically_normal().string());
-  for (const auto& rel : inputs_now) {
-    if (!recorded.count((kernel_dir / rel).lexically_normal().string())) {
-      out.reason = rel + " is a new build input";
       return out;
     }
   }
@@ -74,10 +74,36 @@ Result<std::vector<VariantFreshness>> variant_freshness(const util::FileSystem& 
                                                         const config::KernelConfig& config,
                                                         const std::vector<std::string>& variants) {
   exec::BuildState state = exec::BuildState::load(fs, kernel_dir / ".kbuild" / "state");
-  KB_TRY_ASSIGN(std::vector<std::string> inputs_now, build_input_files(fs, kernel_dir, config));
+  // The sources of the last build against those here now (a new header, an edit, build.toml).
+  KB_TRY_ASSIGN(SourceManifest now, source_manifest(fs, kernel_dir, config));
+  std::string sources_changed;
+  if (auto text = fs.read_file(kernel_dir / ".kbuild" / "sources")) {
+    auto then = SourceManifest::parse(*text);
+    sources_changed = then ? now.change_since(*then) : "the record of its sources is unreadable";
+  }
   exec::StatCache stats(fs);
   std::vector<VariantFreshness> out;
-  for (const auto& variant : variants) out.push_back(judge(variant, state, stats, kernel_dir, inputs_now));
+  for (const auto& variant : variants) out.push_back(judge(variant, state, stats, kernel_dir, sources_changed));
+  return out;
+}
+
+std::vector<std::string> partial_cuda_variants(const util::FileSystem& fs, const config::KernelConfig& config,
+                                               const std::vector<fs::path>& variant_dirs) {
+  std::vector<std::string> out;
+  for (const auto& dir : variant_dirs) {
+    auto variant = config::Variant::parse(dir.filename().string());
+    if (!variant || !variant->compiled() || variant->backend != config::Backend::cuda || !variant->cuda) continue;
+    auto text = fs.read_file(dir / "metadata.json");
+    auto metadata = text ? layout::Metadata::parse(*text) : Result<layout::Metadata>(fail(""));
+    if (!metadata) continue;  // the digest and layout checks report it
+    std::vector<std::string> missing;
+    for (const auto& arch : plan::variant_cuda_archs(config, *variant->cuda))
+      if (std::find(metadata->archs.begin(), metadata->archs.end(), arch) == metadata->archs.end())
+        missing.push_back(arch);
+    if (!missing.empty())
+      out.push_back(dir.filename().string() + " is built for " + util::join(metadata->archs, ", ") + " only (" +
+                    util::join(missing, ", ") + " missing)");
+  }
   return out;
 }
 
@@ -91,20 +117,17 @@ Result<std::vector<std::string>> built_variant_names(const util::FileSystem& fs,
 }
 
 Result<void> refuse_stale(const std::vector<VariantFreshness>& freshness, const std::string& command,
-                          const fs::path& kernel_dir, bool unknown_too) {
+                          const fs::path& kernel_dir) {
   std::string message;
   size_t stale = 0;
   for (const auto& entry : freshness) {
-    bool refused = entry.state == VariantFreshness::State::stale ||
-                   (unknown_too && entry.state == VariantFreshness::State::unknown);
-    if (!refused) continue;
+    if (entry.state != VariantFreshness::State::stale) continue;
     ++stale;
     message += "\n  build/" + entry.variant + ": " + entry.reason;
   }
   if (stale == 0) return {};
-  return fail(std::to_string(stale) + " variant" + (stale == 1 ? " is" : "s are") +
-                  " not known to match the sources; kbuild " + command + " refuses " + (stale == 1 ? "it" : "them") +
-                  ":" + message,
+  return fail(std::to_string(stale) + " variant" + (stale == 1 ? " is" : "s are") + " older than the sources; kbuild " +
+                  command + " refuses " + (stale == 1 ? "it" : "them") + ":" + message,
               "run `kbuild build " + kernel_dir.string() + "` (with the options that built it, e.g. --matrix), " +
                   "or pass --allow-stale to " + command + " it anyway",
               ExitCode::failure);

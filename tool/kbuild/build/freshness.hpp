@@ -2,13 +2,14 @@
 // Whether build/<variant>/ is what a build of the current sources would install: `kbuild check`,
 // `test` and `publish` refuse a stale variant rather than vouch for the .so of an older build.
 //
-// Read from the build state (.kbuild/state, exec/build_state.hpp), without planning or running
-// anything: the variant's install job has a record only when the last build that touched the
-// variant finished it (the executor drops the record of every job it finds stale); every record
-// of the variant's jobs (compile, link, install) must still match the files it names (sources,
-// headers from depfiles, Torch's headers, objects, the installed files); and the install job's
-// inputs, which are all the kernel's build inputs (build.toml, sources, include directories, the
-// Python package), must cover every build input there is now (a new header is a change too).
+// Read from the build state (.kbuild/state, exec/build_state.hpp) and the manifest of the last
+// build's sources (.kbuild/sources, build/kernel_source.hpp), without planning or running anything:
+// the variant's install job has a record only when the last build that touched the variant finished
+// it (the executor drops the record of every job it finds stale); the build inputs now (build.toml,
+// sources, include directories, the Python package) must be those of the manifest (an edit, a new
+// header); and every record of the variant's jobs (compile, link, install) must still match the
+// files it names (headers from depfiles, Torch's headers, objects, the installed files, and the
+// manifest itself, which a later build rewrites when the sources differ).
 
 #include <filesystem>
 #include <string>
@@ -37,10 +38,16 @@ Result<std::vector<VariantFreshness>> variant_freshness(const util::FileSystem& 
                                                         const config::KernelConfig& config,
                                                         const std::vector<std::string>& variants);
 
-/// Error (exit code 1) naming every stale variant (and, with `unknown_too`, every one that cannot be
-/// compared), what changed, and the command that rebuilds them.
+/// Error (exit code 1) naming every stale variant, what changed, and the command that rebuilds them.
+/// Variants that cannot be compared (unknown) are left to the caller: a warning.
 Result<void> refuse_stale(const std::vector<VariantFreshness>& freshness, const std::string& command,
-                          const std::filesystem::path& kernel_dir, bool unknown_too = false);
+                          const std::filesystem::path& kernel_dir);
+
+/// CUDA variants among `variant_dirs` built for fewer capabilities than build.toml declares for their
+/// CUDA version (a local build for the GPU at hand, --cuda-archs): one line each, naming what is missing.
+/// A release must serve every GPU it declares, so publish refuses them unless told otherwise.
+std::vector<std::string> partial_cuda_variants(const util::FileSystem& fs, const config::KernelConfig& config,
+                                               const std::vector<std::filesystem::path>& variant_dirs);
 
 /// The variant directories in <kernel_dir>/build, by name.
 Result<std::vector<std::string>> built_variant_names(const util::FileSystem& fs,

@@ -1,6 +1,7 @@
 #include "kbuild/build/kernel_source.hpp"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "kbuild/util/git.hpp"
@@ -112,22 +113,63 @@ Result<std::vector<std::string>> build_input_files(const util::FileSystem& fs, c
   return inputs;
 }
 
-Result<std::string> source_content_id(const util::FileSystem& fs, const std::filesystem::path& kernel_dir,
-                                      const std::vector<std::string>& input_files) {
+std::string SourceManifest::render() const {
+  std::string out = "kbuild-sources 1 " + id + "\n";
+  for (const auto& [rel, sha] : files) out += sha + " " + rel + "\n";
+  return out;
+}
+
+std::optional<SourceManifest> SourceManifest::parse(std::string_view text) {
+  SourceManifest manifest;
+  auto lines = util::split(text, '\n');
+  if (lines.empty() || !lines[0].starts_with("kbuild-sources 1 ")) return std::nullopt;
+  manifest.id = lines[0].substr(17);
+  for (size_t i = 1; i < lines.size(); ++i) {
+    if (lines[i].empty()) continue;
+    if (lines[i].size() < 66 || lines[i][64] != ' ') return std::nullopt;
+    manifest.files.emplace_back(lines[i].substr(65), lines[i].substr(0, 64));
+  }
+  return manifest;
+}
+
+std::string SourceManifest::change_since(const SourceManifest& before) const {
+  std::map<std::string, std::string> then(before.files.begin(), before.files.end());
+  for (const auto& [rel, sha] : files) {
+    auto it = then.find(rel);
+    if (it == then.end()) return rel + " is a new build input";
+    if (it->second != sha) return rel + " changed";
+    then.erase(it);
+  }
+  if (!then.empty()) return then.begin()->first + " is no longer a build input";
+  return "";
+}
+
+Result<SourceManifest> source_manifest(const util::FileSystem& fs, const std::filesystem::path& kernel_dir,
+                                       const config::KernelConfig& config) {
+  SourceManifest manifest;
+  KB_TRY_ASSIGN(std::vector<std::string> files, build_input_files(fs, kernel_dir, config));
   util::Hasher hasher;
   hasher.update("kbuild-source-id-v2\n");
-  for (const auto& rel : input_files) {
+  for (const auto& rel : files) {
     KB_TRY_ASSIGN(std::string digest, util::sha256_file_raw(fs, kernel_dir / rel));
     hasher.update(rel).update(std::string_view("\0", 1)).update(digest);
+    manifest.files.emplace_back(rel, util::to_hex(digest));
   }
-  return "src" + hasher.finish_hex().substr(0, 8);
+  manifest.id = "src" + hasher.finish_hex().substr(0, 8);
+  return manifest;
+}
+
+Result<std::string> source_content_id(const util::FileSystem& fs, const std::filesystem::path& kernel_dir,
+                                      const config::KernelConfig& config) {
+  KB_TRY_ASSIGN(SourceManifest manifest, source_manifest(fs, kernel_dir, config));
+  return manifest.id;
 }
 
 Result<BuildIdentity> build_identity(util::FileSystem& fs, util::ProcessLauncher& launcher,
                                      const std::filesystem::path& kernel_dir, const config::KernelConfig& config,
                                      const std::optional<std::string>& explicit_id) {
   BuildIdentity identity;
-  KB_TRY_ASSIGN(identity.input_files, build_input_files(fs, kernel_dir, config));
+  KB_TRY_ASSIGN(identity.sources, source_manifest(fs, kernel_dir, config));
   if (auto git = util::git_state(launcher, kernel_dir))
     identity.kernel_git = layout::GitProvenance{git->commit, git->dirty};
   if (explicit_id) {
@@ -137,7 +179,7 @@ Result<BuildIdentity> build_identity(util::FileSystem& fs, util::ProcessLauncher
     identity.unique_id = *explicit_id;
     return identity;
   }
-  KB_TRY_ASSIGN(identity.unique_id, source_content_id(fs, kernel_dir, identity.input_files));
+  identity.unique_id = identity.sources.id;
   return identity;
 }
 

@@ -36,16 +36,33 @@ Result<std::vector<std::string>> kernel_source_files(const util::FileSystem& fs,
 Result<std::vector<std::string>> build_input_files(const util::FileSystem& fs, const std::filesystem::path& kernel_dir,
                                                    const config::KernelConfig& config);
 
-/// "src" + 8 hex digits of SHA-256 over the relative paths and contents of build_input_files: the
-/// same sources give the same id (a commit, a README edit, a new test file or `kbuild clean` keep
-/// it; two checkouts agree), and any change to what is compiled or installed gives a new one, as the
-/// loader needs to tell two builds apart in one process.
+/// The build inputs with their contents' SHA-256, and the source id they give: "src" + 8 hex digits of
+/// SHA-256 over each relative path and content. The same sources give the same id (a commit, a README
+/// edit, a new test file or `kbuild clean` keep it; two checkouts agree), and any change to what is
+/// compiled or installed gives a new one, as the loader needs to tell two builds apart in one process.
+///
+/// A build keeps the manifest of its sources in .kbuild/sources (rewritten only when it changes), so
+/// that `kbuild check` can name what changed since; format (text):
+///   kbuild-sources 1 <source id>
+///   <sha256 hex> <relative path>          one line per build input, sorted by path
+struct SourceManifest {
+  std::string id;
+  std::vector<std::pair<std::string, std::string>> files;  ///< (relative path, sha256 hex), sorted
+  std::string render() const;
+  static std::optional<SourceManifest> parse(std::string_view text);
+  /// What differs from `before`, in words ("img2gray.cu changed", "a.h is a new build input"), or "".
+  std::string change_since(const SourceManifest& before) const;
+};
+Result<SourceManifest> source_manifest(const util::FileSystem& fs, const std::filesystem::path& kernel_dir,
+                                       const config::KernelConfig& config);
+
+/// The source id alone (SourceManifest::id).
 Result<std::string> source_content_id(const util::FileSystem& fs, const std::filesystem::path& kernel_dir,
-                                      const std::vector<std::string>& input_files);
+                                      const config::KernelConfig& config);
 
 struct BuildIdentity {
-  std::string unique_id;                 ///< the ops id suffix
-  std::vector<std::string> input_files;  ///< build_input_files, relative
+  std::string unique_id;   ///< the ops id suffix
+  SourceManifest sources;  ///< the build inputs
   std::optional<layout::GitProvenance> kernel_git;
 };
 

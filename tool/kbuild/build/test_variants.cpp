@@ -7,6 +7,7 @@
 
 #include "kbuild/build/freshness.hpp"
 #include "kbuild/build/kernel_source.hpp"
+#include "kbuild/cache/usage.hpp"
 #include "kbuild/config/variant.hpp"
 #include "kbuild/exec/interrupt.hpp"
 #include "kbuild/toolchain/lock.hpp"
@@ -108,7 +109,10 @@ Result<fs::path> test_environment(const TestRequest& request, TestServices& serv
   auto cache = util::CacheLayout::from_environment(services.env);
   fs::path dir = cache.test_envs() / ("torch-" + version + "-py" + base.python_version + "-" + key);
   fs::path python = dir / "bin" / "python";
-  if (services.fs.stat(dir / ".complete").is_file) return python;
+  if (services.fs.stat(dir / ".complete").is_file) {
+    (void)services.fs.touch(dir / ".complete");  // last used, for `kbuild cache prune`
+    return python;
+  }
 
   const std::string what = "a test environment for " + requirement + " (Python " + base.python_version + ") in " +
                            dir.string() + " (pip downloads Torch: several GB)";
@@ -352,6 +356,9 @@ Result<void> require_current(const TestRequest& request, TestServices& services,
 Result<std::vector<VariantTestResult>> test_variants(const TestRequest& request, TestServices& services) {
   KB_TRY_ASSIGN(auto selected, select_variants(request, services.fs));
   KB_TRY_ASSIGN(config::KernelConfig config, load_kernel(services.fs, request.kernel_dir, {}));
+  // The test environments are in the cache: `kbuild cache prune` waits while tests run.
+  KB_TRY_ASSIGN(auto in_use,
+                cache::hold_cache_in_use(services.fs, util::CacheLayout::from_environment(services.env).root));
   KB_TRY(require_current(request, services, config, selected));
   KB_TRY_ASSIGN(PythonTorch base, base_python(request, services));
   std::map<std::string, PythonTorch> by_minor;  // Torch major.minor -> the Python that has it

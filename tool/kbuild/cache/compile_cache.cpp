@@ -119,6 +119,7 @@ Result<std::string> CompileCache::content_sha256(const std::string& path) {
 }
 
 Result<bool> CompileCache::try_restore(const plan::Job& job) {
+  std::string k1;  // the manifest key of a compile job
   std::string key;
   std::vector<std::string> prerequisites;
   if (job.kind == plan::JobKind::link) {
@@ -130,7 +131,7 @@ Result<bool> CompileCache::try_restore(const plan::Job& job) {
     key = link_key(job, shas);
   } else {
     KB_TRY_ASSIGN(std::string source_sha, content_sha256(job.inputs.front().string()));
-    std::string k1 = manifest_key(job, source_sha);
+    k1 = manifest_key(job, source_sha);
     auto text = read_tiered(manifest_path(k1), [](const std::string& t) { return valid_entries(t).has_value(); });
     if (!text) return false;
     auto entries = valid_entries(*text);
@@ -174,7 +175,8 @@ Result<bool> CompileCache::try_restore(const plan::Job& job) {
     for (const auto& path : prerequisites) depfile += " \\\n " + util::join(util::split(path, ' '), "\\ ");
     KB_TRY(m_fs.write_file_atomic(*job.depfile, depfile + "\n"));
   }
-  (void)m_fs.touch(object);  // least recently used goes first
+  (void)m_fs.touch(object);  // least recently used goes first, the manifest of a hit too
+  if (!k1.empty()) (void)m_fs.touch(manifest_path(k1));
   return true;
 }
 
@@ -304,19 +306,18 @@ Result<CacheSummary> CompileCache::summarize(const util::FileSystem& fs, const f
     } catch (const std::exception&) {
     }
   }
-  if (fs.stat(util::CacheLayout{dir}.objects()).is_dir) {
-    KB_TRY_ASSIGN(auto files, util::list_files_recursive(fs, util::CacheLayout{dir}.objects()));
+  for (const auto& part : {util::CacheLayout{dir}.objects(), util::CacheLayout{dir}.manifests()}) {
+    if (!fs.stat(part).is_dir) continue;
+    KB_TRY_ASSIGN(auto files, util::list_files_recursive(fs, part));
     for (const auto& rel : files) {
-      summary.bytes += fs.stat(util::CacheLayout{dir}.objects() / rel).size;
-      if (rel.find("/.") == std::string::npos) ++summary.entries;
+      summary.bytes += fs.stat(part / rel).size;
+      if (part == util::CacheLayout{dir}.objects() && rel.find("/.") == std::string::npos) ++summary.entries;
     }
   }
   return summary;
 }
 
 Result<std::uint64_t> CompileCache::evict(util::FileSystem& fs, const fs::path& dir, std::uint64_t target_bytes) {
-  if (!fs.stat(util::CacheLayout{dir}.objects()).is_dir) return std::uint64_t{0};
-  KB_TRY_ASSIGN(auto files, util::list_files_recursive(fs, util::CacheLayout{dir}.objects()));
   struct Object {
     std::int64_t mtime;
     std::uint64_t size;
@@ -324,10 +325,15 @@ Result<std::uint64_t> CompileCache::evict(util::FileSystem& fs, const fs::path& 
   };
   std::vector<Object> objects;
   std::uint64_t total = 0;
-  for (const auto& rel : files) {
-    util::FileStat st = fs.stat(util::CacheLayout{dir}.objects() / rel);
-    objects.push_back({st.mtime_ns, st.size, util::CacheLayout{dir}.objects() / rel});
-    total += st.size;
+  // Manifests too: they are small, but unbounded otherwise (one per source and flag set ever built).
+  for (const auto& part : {util::CacheLayout{dir}.objects(), util::CacheLayout{dir}.manifests()}) {
+    if (!fs.stat(part).is_dir) continue;
+    KB_TRY_ASSIGN(auto files, util::list_files_recursive(fs, part));
+    for (const auto& rel : files) {
+      util::FileStat st = fs.stat(part / rel);
+      objects.push_back({st.mtime_ns, st.size, part / rel});
+      total += st.size;
+    }
   }
   std::sort(objects.begin(), objects.end(), [](const Object& a, const Object& b) { return a.mtime < b.mtime; });
   std::uint64_t freed = 0;

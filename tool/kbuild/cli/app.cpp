@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "kbuild/cli/command.hpp"
+#include "kbuild/config/user_config.hpp"
 #include "kbuild/util/build_info.hpp"
 #include "kbuild/util/log.hpp"
 #include "kbuild/util/strings.hpp"
@@ -32,6 +33,11 @@ size_t available_cpus() {
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
   return std::max(1u, std::thread::hardware_concurrency());
+}
+
+Result<std::string> python_setting(const std::string& option, Services& services) {
+  KB_TRY_ASSIGN(config::Setting python, config::choose_python(option, services.fs, services.env));
+  return python.value;
 }
 
 bool is_smart_terminal(std::FILE* stream, const util::Environment& env) {

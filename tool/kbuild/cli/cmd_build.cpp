@@ -7,6 +7,7 @@
 #include "kbuild/build/build.hpp"
 #include "kbuild/cli/command.hpp"
 #include "kbuild/cli/hub_session.hpp"
+#include "kbuild/config/user_config.hpp"
 #include "kbuild/exec/interrupt.hpp"
 #include "kbuild/hub/curl_transport.hpp"
 #include "kbuild/hub/remote_cache.hpp"
@@ -36,6 +37,7 @@ struct BuildOptions {
   bool no_cache = false;
   bool no_wait = false;
   std::string manylinux = "manylinux_2_28";
+  std::string cuda_archs;
 
   bool matrix_mode() const {
     return matrix || !filter.variants.empty() || !filter.torch.empty() || !filter.cuda.empty();
@@ -68,7 +70,7 @@ Result<ExitCode> run_build(const BuildOptions& options, Services& services) {
   request.manylinux = options.manylinux;
   request.jobs = options.jobs > 0 ? options.jobs : available_cpus();
   request.keep_going = options.keep_going;
-  request.python = options.python.empty() ? "python3" : options.python;
+  KB_TRY_ASSIGN(request.python, python_setting(options.python, services));
   request.backends = options.backends;
   request.unique_id = options.unique_id;
   if (!options.launcher.empty()) request.launcher = util::split(options.launcher, ' ');
@@ -81,13 +83,17 @@ Result<ExitCode> run_build(const BuildOptions& options, Services& services) {
   request.download_progress = terminal;
   request.builder_version = builder_id();
   request.diagnostics = print_diagnostics;
+  // A release (--matrix) compiles every declared capability; a local build, the GPU here.
+  KB_TRY_ASSIGN(auto archs, config::choose_cuda_archs(options.cuda_archs, request.matrix ? "all" : "native",
+                                                      services.fs, services.env));
+  request.cuda_archs = archs.value;
   KB_TRY_ASSIGN(build::BuildOutcome outcome, build::build(request, build_services));
   const auto& summary = outcome.summary;
   if (options.json) {
-    nlohmann::ordered_json j = {
-        {"variants", outcome.variants},     {"up_to_date", summary.stale == 0},
-        {"seconds", outcome.seconds},       {"jobs_run", summary.ran},
-        {"from_cache", summary.cache_hits}, {"output", (request.kernel_dir / "build").string()}};
+    nlohmann::ordered_json j = {{"variants", outcome.variants},     {"up_to_date", summary.stale == 0},
+                                {"seconds", outcome.seconds},       {"jobs_run", summary.ran},
+                                {"from_cache", summary.cache_hits}, {"output", (request.kernel_dir / "build").string()},
+                                {"cuda_archs", outcome.cuda_archs}};
     fmt::print("{}\n", j.dump(2));
     return ExitCode::ok;
   }
@@ -95,8 +101,12 @@ Result<ExitCode> run_build(const BuildOptions& options, Services& services) {
   if (summary.stale == 0)
     reporter.info(fmt::format("kbuild: no work to do ({} up to date)", util::join(outcome.variants, ", ")));
   else
-    reporter.info(fmt::format("kbuild: built {} in {:.1f} s ({} jobs run, {} from cache)",
-                              util::join(outcome.variants, ", "), outcome.seconds, summary.ran, summary.cache_hits));
+    reporter.info(fmt::format("kbuild: built {} in {:.1f} s ({} jobs run, {} from cache){}",
+                              util::join(outcome.variants, ", "), outcome.seconds, summary.ran, summary.cache_hits,
+                              outcome.cuda_archs.empty()
+                                  ? ""
+                                  : fmt::format("; CUDA for {} only ({}; --cuda-archs all for every one)",
+                                                util::join(outcome.cuda_archs, ", "), outcome.cuda_archs_reason)));
   return ExitCode::ok;
 }
 
@@ -113,7 +123,8 @@ void register_build(CLI::App& app, CommandAction& action) {
                 "Print the outcome as JSON on stdout (variants, up_to_date, seconds, jobs_run, from_cache, output)");
   cmd->add_flag("-k,--keep-going", options->keep_going, "Keep building what does not depend on a failed job");
   cmd->add_flag("--explain", options->explain, "Say why each job is rebuilt");
-  cmd->add_option("--python", options->python, "Python interpreter whose torch is used (default: python3 on PATH)");
+  cmd->add_option("--python", options->python,
+                  std::string("Python interpreter whose torch is used") + k_python_help_suffix);
   cmd->add_option("--backend", options->backends, "Only build these backends (cpu, cuda); repeatable");
   cmd->add_option("--unique-id", options->unique_id, "Ops id suffix (default: from the git tree of the kernel)");
   cmd->add_option("--launcher", options->launcher,
@@ -129,6 +140,10 @@ void register_build(CLI::App& app, CommandAction& action) {
   cmd->add_option("--manylinux", options->manylinux,
                   "ABI policy every library must meet before it is installed: manylinux_2_28 or none")
       ->capture_default_str();
+  cmd->add_option("--cuda-archs", options->cuda_archs,
+                  "CUDA capabilities to compile: native (this machine's GPUs; all when it has none), all (what "
+                  "build.toml declares), or a list such as 8.0,9.0 (default: $KBUILD_CUDA_ARCHS, the user config's "
+                  "cuda-archs, native; all with --matrix)");
   cmd->add_flag("--no-cache", options->no_cache, "Do not use the compile cache ($KBUILD_CACHE/objects)");
   cmd->add_flag("--no-wait", options->no_wait,
                 "Fail at once when another build of this kernel directory is running (default: wait for it)");

@@ -1,8 +1,11 @@
-// kbuild cache stats|clean: inspect and empty the compile cache.
+// kbuild cache stats|verify|prune|clean: inspect, check, trim and empty the cache.
 
 #include <fmt/core.h>
 
+#include <nlohmann/json.hpp>
+
 #include "kbuild/cache/compile_cache.hpp"
+#include "kbuild/cache/usage.hpp"
 #include "kbuild/cli/command.hpp"
 #include "kbuild/util/cache_layout.hpp"
 
@@ -16,25 +19,84 @@ std::string human(std::uint64_t bytes) {
   return fmt::format("{:.1f} KiB", bytes / 1024.0);
 }
 
-Result<ExitCode> run_stats(Services& services) {
+Result<ExitCode> run_stats(bool json, Services& services) {
   auto dir = util::CacheLayout::from_environment(services.env).root;
   KB_TRY_ASSIGN(auto summary, cache::CompileCache::summarize(services.fs, dir));
+  KB_TRY_ASSIGN(auto usage, cache::cache_usage(services.fs, dir));
   KB_TRY_ASSIGN(std::uint64_t cap, cache::max_cache_bytes(services.env));
+  KB_TRY_ASSIGN(auto remote, cache::remote_settings(services.env));
   const auto& c = summary.counters;
+  if (json) {
+    nlohmann::ordered_json parts = nlohmann::ordered_json::object();
+    for (const auto& part : usage.parts) parts[part.name] = {{"entries", part.entries}, {"bytes", part.bytes}};
+    nlohmann::ordered_json out = {{"directory", dir.string()},
+                                  {"total_bytes", usage.total_bytes()},
+                                  {"compile_cache_cap_bytes", cap},
+                                  {"parts", parts},
+                                  {"counters",
+                                   {{"hits", c.hits},
+                                    {"misses", c.misses},
+                                    {"stores", c.stores},
+                                    {"errors", c.errors},
+                                    {"corrupt", c.corrupt},
+                                    {"remote_hits", c.remote_hits},
+                                    {"remote_stores", c.remote_stores},
+                                    {"remote_errors", c.remote_errors}}},
+                                  {"remote", remote ? nlohmann::ordered_json(remote->url) : nlohmann::ordered_json()}};
+    fmt::print("{}\n", out.dump(2));
+    return ExitCode::ok;
+  }
   std::uint64_t lookups = c.hits + c.misses;
-  fmt::print("cache directory   {}\n", dir.string());
-  fmt::print("objects           {} ({} of {} cap)\n", summary.entries, human(summary.bytes), human(cap));
+  fmt::print("cache directory   {} ({} in all)\n", dir.string(), human(usage.total_bytes()));
+  for (const auto& part : usage.parts)
+    fmt::print("  {:<15} {:>8} {} ({})\n", part.name, part.entries, part.entries == 1 ? "entry  " : "entries",
+               human(part.bytes));
+  std::uint64_t compile_bytes = 0;
+  for (const auto& part : usage.parts)
+    if (part.name == "objects" || part.name == "manifests") compile_bytes += part.bytes;
+  fmt::print("compile cache     {} of {} cap (KBUILD_CACHE_MAX_SIZE; kept after each build)\n", human(compile_bytes),
+             human(cap));
   fmt::print("hits / misses     {} / {} ({:.0f}% hit rate)\n", c.hits, c.misses,
              lookups ? 100.0 * c.hits / lookups : 0.0);
   fmt::print("stores            {}\n", c.stores);
   fmt::print("errors            {}\n", c.errors);
   fmt::print("damaged entries   {} (found and removed; each was a miss)\n", c.corrupt);
-  KB_TRY_ASSIGN(auto remote, cache::remote_settings(services.env));
   fmt::print("remote            {}\n", remote ? remote->url + (remote->writable ? " (read-write)" : " (read-only)")
                                               : "none (KBUILD_REMOTE_CACHE)");
   fmt::print("remote hits       {} (objects fetched and verified)\n", c.remote_hits);
   fmt::print("remote stores     {}\n", c.remote_stores);
   fmt::print("remote errors     {} (each a miss)\n", c.remote_errors);
+  return ExitCode::ok;
+}
+
+struct PruneOptions {
+  std::string max_size;
+  bool dry_run = false;
+  bool no_wait = false;
+};
+
+Result<ExitCode> run_prune(const PruneOptions& options, Services& services) {
+  auto dir = util::CacheLayout::from_environment(services.env).root;
+  std::uint64_t target = 0;
+  if (options.max_size.empty()) {
+    KB_TRY_ASSIGN(target, cache::max_cache_bytes(services.env));
+  } else {
+    auto parsed = cache::parse_size(options.max_size);
+    if (!parsed)
+      return fail("--max-size " + options.max_size + " is not a size", "e.g. --max-size 20G (binary units)",
+                  ExitCode::usage);
+    target = *parsed;
+  }
+  KB_TRY_ASSIGN(auto lock, cache::lock_cache_exclusive(services.fs, dir, !options.no_wait));
+  if (!lock)
+    return fail("a kbuild build or test is using the cache in " + dir.string(),
+                "run prune when it is done, or without --no-wait to wait for it");
+  KB_TRY_ASSIGN(auto report, cache::prune_cache(services.fs, dir, target, options.dry_run));
+  for (const auto& entry : report.removed)
+    fmt::print("{} {} ({})\n", options.dry_run ? "would remove" : "removed", entry.path.string(), human(entry.bytes));
+  fmt::print("{} {} in {} entr{}: {} -> {} (target {})\n", options.dry_run ? "would free" : "freed",
+             human(report.freed), report.removed.size(), report.removed.size() == 1 ? "y" : "ies",
+             human(report.total_before), human(report.total_after), human(target));
   return ExitCode::ok;
 }
 
@@ -66,8 +128,20 @@ Result<ExitCode> run_verify(Services& services) {
 void register_cache(CLI::App& app, CommandAction& action) {
   CLI::App* group = app.add_subcommand("cache", "Inspect or empty the compile cache ($KBUILD_CACHE, ~/.cache/kbuild)");
   group->require_subcommand(1);
-  CLI::App* stats = group->add_subcommand("stats", "Entries, size and hit rate of the compile cache");
-  stats->callback([&action] { action = [](Services& s) { return run_stats(s); }; });
+  auto json = std::make_shared<bool>(false);
+  CLI::App* stats = group->add_subcommand(
+      "stats",
+      "Size of every part of the cache (objects, manifests, toolchains, downloads, test environments, tmp) "
+      "and the compile cache's hit rate");
+  stats->add_flag("--json", *json, "Print as JSON");
+  stats->callback([json, &action] { action = [json](Services& s) { return run_stats(*json, s); }; });
+  auto prune = std::make_shared<PruneOptions>();
+  CLI::App* prune_cmd = group->add_subcommand(
+      "prune", "Remove least recently used entries of the whole cache until it fits a size (waits for running builds)");
+  prune_cmd->add_option("--max-size", prune->max_size, "Target size, e.g. 20G (default: KBUILD_CACHE_MAX_SIZE, 10G)");
+  prune_cmd->add_flag("-n,--dry-run", prune->dry_run, "Only list what would be removed");
+  prune_cmd->add_flag("--no-wait", prune->no_wait, "Fail at once when a build or test is using the cache");
+  prune_cmd->callback([prune, &action] { action = [prune](Services& s) { return run_prune(*prune, s); }; });
   CLI::App* verify = group->add_subcommand(
       "verify", "Check every cached object against its checksum and every manifest's shape; remove damaged ones");
   verify->callback([&action] { action = [](Services& s) { return run_verify(s); }; });

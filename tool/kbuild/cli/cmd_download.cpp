@@ -17,7 +17,7 @@ namespace {
 
 struct DownloadCliOptions {
   std::string project_dir = ".";
-  std::string python = "python3";
+  std::string python;
   std::optional<std::string> endpoint;
   bool all_variants = false;
   bool json = false;
@@ -34,7 +34,8 @@ Result<ExitCode> run_download(const DownloadCliOptions& options, Services& servi
   auto cache = lock::resolve_hf_cache(services.env.all());
   download.cache_root = cache.root;
   if (!options.all_variants) {
-    auto facts = probe_system_facts(services.launcher, services.fs, options.python);
+    KB_TRY_ASSIGN(std::string python, python_setting(options.python, services));
+    auto facts = probe_system_facts(services.launcher, services.fs, python);
     if (!facts) {
       Error error = facts.error();
       error.hint += "; or pass --all-variants to download every variant";
@@ -86,7 +87,7 @@ void register_download(CLI::App& app, CommandAction& action) {
       ->capture_default_str();
   cmd->add_flag("--all-variants", options->all_variants, "Every variant, not only the one this machine loads");
   cmd->add_option("--python", options->python,
-                  "The interpreter whose Torch decides the variant (default: python3 on PATH)");
+                  std::string("The interpreter whose Torch decides the variant") + k_python_help_suffix);
   cmd->add_option("--endpoint", options->endpoint, "Hub URL (default: $HF_ENDPOINT or https://huggingface.co)");
   cmd->add_flag("--json", options->json, "Print what was installed as JSON");
   cmd->add_flag("-v,--verbose", options->verbose, "Print every step and request (the token is never printed)");

@@ -34,6 +34,7 @@ struct PublishCliOptions {
   std::vector<std::string> from;
   bool require_all = false;
   bool allow_stale = false;
+  bool allow_partial_archs = false;
 };
 
 void print_plan(const hub::PublishOutcome& outcome) {
@@ -90,12 +91,34 @@ Result<ExitCode> run_publish(const PublishCliOptions& options, Services& service
   publish.force = options.force;
   publish.has_token = hub.token.has_value();
   for (const auto& dir : options.from) publish.sources.push_back(absolute_dir(dir));
+  KB_TRY_ASSIGN(auto built, build::built_variant_names(services.fs, kernel_dir));
   if (options.from.empty() && !options.allow_stale) {
     // Only what a build of these sources made here is uploaded (--from artifacts are judged by
     // their digests and one ops id instead).
-    KB_TRY_ASSIGN(auto built, build::built_variant_names(services.fs, kernel_dir));
     KB_TRY_ASSIGN(auto freshness, build::variant_freshness(services.fs, kernel_dir, config, built));
-    KB_TRY(build::refuse_stale(freshness, "publish", kernel_dir, true));
+    for (const auto& entry : freshness)
+      if (entry.state == build::VariantFreshness::State::unknown && !options.json && !options.quiet)
+        fmt::print(stderr, "kbuild: warning: build/{} is not compared with the sources: {}\n", entry.variant,
+                   entry.reason);
+    KB_TRY(build::refuse_stale(freshness, "publish", kernel_dir));
+  }
+  if (!options.allow_partial_archs) {
+    std::vector<std::filesystem::path> dirs;
+    if (options.from.empty())
+      for (const auto& name : built) dirs.push_back(kernel_dir / "build" / name);
+    for (const auto& from : publish.sources) {
+      if (services.fs.stat(from / "metadata.json").exists) {
+        dirs.push_back(from);
+      } else if (auto entries = services.fs.list_dir(from)) {
+        for (const auto& entry : *entries)
+          if (entry.is_dir) dirs.push_back(from / entry.name);
+      }
+    }
+    auto partial = build::partial_cuda_variants(services.fs, config, dirs);
+    if (!partial.empty())
+      return fail("a release must run on every GPU build.toml declares:\n  " + util::join(partial, "\n  "),
+                  "rebuild with --cuda-archs all (kbuild build --matrix does), or pass --allow-partial-archs",
+                  ExitCode::failure);
   }
   // What the release lacks is named when the matrix can be read; --require-all needs it.
   auto matrix = build::matrix_variant_names(services.fs, config, kernel_dir);
@@ -180,6 +203,8 @@ void register_publish(CLI::App& app, CommandAction& action) {
                 "Refuse to publish unless every variant of the kernel's matrix is there");
   cmd->add_flag("--allow-stale", options->allow_stale,
                 "Publish build/ even where it is older than the sources or was not built here");
+  cmd->add_flag("--allow-partial-archs", options->allow_partial_archs,
+                "Publish CUDA variants built for fewer capabilities than build.toml declares");
   cmd->add_flag("--json", options->json, "Print the outcome as JSON");
   cmd->add_flag("-v,--verbose", options->verbose, "Print every request (the token is never printed)");
   cmd->add_flag("-q,--quiet", options->quiet, "Print only the result line, warnings and errors (no progress)");

@@ -25,7 +25,7 @@ namespace {
 struct TestOptions {
   std::string kernel_dir = ".";
   std::vector<std::string> variants;
-  std::string python = "python3";
+  std::string python;
   std::string torch;
   bool matrix = false;
   bool json = false;
@@ -86,7 +86,7 @@ Result<ExitCode> run_test(const TestOptions& options, Services& services) {
     KB_TRY_ASSIGN(config::KernelConfig config, build::load_kernel(services.fs, request.kernel_dir, print_diagnostics));
     KB_TRY_ASSIGN(request.variants, build::matrix_variant_names(services.fs, config, request.kernel_dir));
   }
-  request.python = options.python;
+  KB_TRY_ASSIGN(request.python, python_setting(options.python, services));
   if (!options.torch.empty()) {
     auto torch = util::Version::parse(options.torch);
     if (!torch || torch->components().size() != 2)
@@ -134,8 +134,9 @@ void register_test(CLI::App& app, CommandAction& action) {
       ->capture_default_str();
   cmd->add_option("--variant", options->variants, "Only this variant (repeatable; default: every variant in build/)");
   cmd->add_option("--python", options->python,
-                  "Python whose Torch serves variants of its version, and that creates the other test environments")
-      ->capture_default_str();
+                  std::string("Python whose Torch serves variants of its version, and that creates the other test "
+                              "environments") +
+                      k_python_help_suffix);
   cmd->add_option("--torch", options->torch,
                   "Test every variant with this Torch version (X.Y) instead of its own, e.g. a stable-ABI variant "
                   "with a newer Torch; variants it cannot load are not tested");

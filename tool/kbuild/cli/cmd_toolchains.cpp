@@ -31,7 +31,7 @@ Result<ExitCode> run_lock(const ToolchainsOptions& options, Services& services) 
   if (options.update) session.lock = build::pins_kept_by_update(session.lock);
   toolchain::ProvisionOptions provision;
   provision.cache = util::CacheLayout::from_environment(services.env);
-  provision.python = options.python.empty() ? "python3" : options.python;
+  KB_TRY_ASSIGN(provision.python, python_setting(options.python, services));
   hub::CurlTransport transport;
   provision.download_url = url_downloader(transport);
   provision.cutlass_mirror_url = toolchain::cutlass_mirror_url(services.env);
@@ -56,7 +56,7 @@ Result<ExitCode> run_fetch(const ToolchainsOptions& options, Services& services)
   KB_TRY_ASSIGN(build::MatrixSession session,
                 build::open_matrix(services.fs, config, kernel_dir, {}, options.locked, print_diagnostics));
   toolchain::ProbeOptions probe;
-  probe.python = options.python.empty() ? "python3" : options.python;
+  KB_TRY_ASSIGN(probe.python, python_setting(options.python, services));
   probe.need_torch = false;
   probe.cuda_home = services.env.get("CUDA_HOME");
   KB_TRY_ASSIGN(toolchain::Toolchain local, toolchain::probe_local_toolchain(services.launcher, services.fs, probe));
@@ -112,13 +112,14 @@ void register_toolchains(CLI::App& app, CommandAction& action) {
   CLI::App* lock = group->add_subcommand(
       "lock", "Pin every Torch, CUDA, tvm-ffi and CUTLASS toolchain of the matrix in kbuild.lock");
   lock->add_option("kernel_dir", options->kernel_dir, "Kernel directory")->capture_default_str();
-  lock->add_option("--python", options->python, "Interpreter whose pip resolves (default python3)");
+  lock->add_option("--python", options->python, std::string("Interpreter whose pip resolves") + k_python_help_suffix);
   lock->add_flag("--update", options->update,
                  "Re-resolve the pins to the newest patch releases (CUTLASS source-archive pins are kept)");
   lock->callback([options, &action] { action = [options](Services& s) { return run_lock(*options, s); }; });
   CLI::App* fetch = group->add_subcommand("fetch", "Download, verify and unpack every toolchain of the matrix");
   fetch->add_option("kernel_dir", options->kernel_dir, "Kernel directory")->capture_default_str();
-  fetch->add_option("--python", options->python, "Interpreter whose pip downloads and whose headers are used");
+  fetch->add_option("--python", options->python,
+                    std::string("Interpreter whose pip downloads and whose headers are used") + k_python_help_suffix);
   fetch->add_flag("--locked", options->locked, "Fail instead of adding pins to kbuild.lock");
   fetch->add_option("--cuda-toolkit", options->cuda_toolkits, "A local CUDA toolkit, VERSION=PATH");
   fetch->callback([options, &action] { action = [options](Services& s) { return run_fetch(*options, s); }; });

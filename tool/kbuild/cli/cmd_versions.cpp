@@ -21,7 +21,7 @@ struct InspectCliOptions {
   std::string repo_id;
   std::optional<std::uint64_t> version;
   std::optional<std::string> revision;
-  std::string python = "python3";
+  std::string python;
   std::optional<std::string> endpoint;
   bool json = false;
   bool explain = false;
@@ -37,7 +37,9 @@ Result<void> check_repo_id(const std::string& repo_id) {
 // The machine's facts, or nullopt with a note: these commands still work without a Torch.
 std::optional<lock::SystemFacts> optional_system(Services& services, const InspectCliOptions& options,
                                                  std::string& note) {
-  auto facts = probe_system_facts(services.launcher, services.fs, options.python);
+  auto python = python_setting(options.python, services);
+  auto facts = python ? probe_system_facts(services.launcher, services.fs, *python)
+                      : Result<lock::SystemFacts>(fail(python.error()));
   if (facts) return *facts;
   note = facts.error().message;
   return std::nullopt;
@@ -210,7 +212,7 @@ Result<ExitCode> run_info(const InspectCliOptions& options, Services& services) 
 void add_common(CLI::App* cmd, InspectCliOptions& options) {
   cmd->add_option("repo_id", options.repo_id, "Kernel repository, namespace/name")->required();
   cmd->add_option("--python", options.python,
-                  "The interpreter whose Torch decides what this machine loads (default: python3 on PATH)");
+                  std::string("The interpreter whose Torch decides what this machine loads") + k_python_help_suffix);
   cmd->add_option("--endpoint", options.endpoint, "Hub URL (default: $HF_ENDPOINT or https://huggingface.co)");
   cmd->add_flag("--json", options.json, "Print as JSON");
   cmd->add_flag("--explain", options.explain, "Say for every variant why this machine would or would not load it");

@@ -62,6 +62,11 @@ std::filesystem::path absolute_dir(const std::string& dir);
 size_t available_cpus();
 /// Whether `stream` is a terminal that understands escape sequences (TERM set and not "dumb").
 bool is_smart_terminal(std::FILE* stream, const util::Environment& env);
+/// The interpreter a command uses: `option` (--python), else $KBUILD_PYTHON, else `python` in the user
+/// config file, else python3 (config/user_config.hpp).
+Result<std::string> python_setting(const std::string& option, Services& services);
+/// Help text of every --python option, naming that order.
+inline constexpr const char* k_python_help_suffix = " (default: $KBUILD_PYTHON, the user config's python, or python3)";
 /// Prints diagnostics of an input file to stderr (the library's DiagnosticSink for commands).
 void print_diagnostics(const std::vector<config::Diagnostic>& diagnostics);
 

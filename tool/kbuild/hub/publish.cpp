@@ -271,10 +271,22 @@ Result<PublishOutcome> publish(HubClient& client, util::FileSystem& fs, const co
   outcome.variants = target.inventory.variants;
   outcome.missing = target.missing;
   outcome.signed_variants = target.inventory.signed_variants;
-  if (!target.missing.empty() && hooks.info)
+  if (!target.missing.empty() && hooks.info) {
+    // Variants of a local build (the Torch of --python) are often outside the matrix: say so, rather
+    // than only that the matrix's are missing.
+    std::vector<std::string> outside;
+    for (const auto& variant : target.inventory.variants)
+      if (std::find(options.expected_variants.begin(), options.expected_variants.end(), variant) ==
+          options.expected_variants.end())
+        outside.push_back(variant);
     hooks.info(std::to_string(target.missing.size()) + " of the matrix's " +
                std::to_string(options.expected_variants.size()) + " variants are not in this release: " +
-               util::join(target.missing, ", ") + " (--require-all refuses a partial release)");
+               util::join(target.missing, ", ") + " (--require-all refuses a partial release)" +
+               (outside.empty() ? std::string()
+                                : "; it holds " + util::join(outside, ", ") +
+                                      ", which the matrix (kbuild.toml, kbuild variants) does not list: a local "
+                                      "build's variants; kbuild build --matrix builds the matrix's"));
+  }
   outcome.url = client.repo_url(repo) + "/tree/" + branch;
 
   KB_TRY_ASSIGN(std::string card, render_card(fs, config, options.kernel_dir, repo.id, target.inventory.variants));

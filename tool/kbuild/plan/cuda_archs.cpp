@@ -11,6 +11,41 @@ std::string strip_ptx(const std::string& capability) {
   return capability.ends_with("+PTX") ? capability.substr(0, capability.size() - 4) : capability;
 }
 
+std::optional<std::vector<std::string>> parse_arch_list(std::string_view text) {
+  std::vector<std::string> out;
+  std::string current;
+  auto flush = [&]() -> bool {
+    if (current.empty()) return true;
+    size_t dot = current.find('.');
+    bool ok = dot != std::string::npos && dot > 0 && dot + 1 < current.size();
+    for (size_t i = 0; ok && i < current.size(); ++i) {
+      char c = current[i];
+      bool suffix = i + 1 == current.size() && (c == 'a' || c == 'f') && i > dot + 1;
+      ok = (c >= '0' && c <= '9') || i == dot || suffix;
+    }
+    if (!ok) return false;
+    if (std::find(out.begin(), out.end(), current) == out.end()) out.push_back(current);
+    current.clear();
+    return true;
+  };
+  for (char c : text) {
+    if (c == ',' || c == ';' || c == ' ') {
+      if (!flush()) return std::nullopt;
+    } else {
+      current += c;
+    }
+  }
+  if (!flush() || out.empty()) return std::nullopt;
+  return out;
+}
+
+std::vector<std::string> restrict_archs(const std::vector<std::string>& archs, const std::vector<std::string>& only) {
+  std::vector<std::string> out;
+  for (const auto& arch : archs)
+    if (std::find(only.begin(), only.end(), strip_ptx(arch)) != only.end()) out.push_back(arch);
+  return out;
+}
+
 std::vector<std::string> default_cuda_capabilities(const util::Version& cuda) {
   if (cuda >= util::Version({13, 0}))
     return {"7.5", "8.0", "8.6", "8.7", "8.9", "9.0", "10.0", "11.0", "12.0", "12.1+PTX"};

@@ -2,7 +2,9 @@
 // CUDA architecture selection, following kernel-builder (its CMake preamble; table in docs/build-toml.md): a default
 // capability list per CUDA toolkit version, and the "loose intersection" of a component's cuda-capabilities with it.
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kbuild/util/version.hpp"
@@ -30,5 +32,13 @@ std::vector<std::string> gencode_flags(const std::vector<std::string>& capabilit
 
 /// Removes a "+PTX" suffix.
 std::string strip_ptx(const std::string& capability);
+
+/// A list of capabilities as --cuda-archs and KBUILD_CUDA_ARCHS take it: "8.0,9.0", "8.0;9.0" or
+/// "8.0 9.0" (TORCH_CUDA_ARCH_LIST's separators), each "major.minor" with an optional a/f suffix;
+/// nullopt when malformed or empty.
+std::optional<std::vector<std::string>> parse_arch_list(std::string_view text);
+
+/// The capabilities of `archs` whose capability without +PTX is in `only`, in order.
+std::vector<std::string> restrict_archs(const std::vector<std::string>& archs, const std::vector<std::string>& only);
 
 }  // namespace kbuild::plan

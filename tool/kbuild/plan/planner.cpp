@@ -133,11 +133,13 @@ constexpr const char* k_torch_nvcc_flags[] = {
 
 }  // namespace
 
-std::vector<std::string> variant_cuda_archs(const config::KernelConfig& config, const util::Version& cuda) {
+std::vector<std::string> variant_cuda_archs(const config::KernelConfig& config, const util::Version& cuda,
+                                            const std::optional<std::vector<std::string>>& only) {
   std::set<std::string> archs;
   for (const auto* component : config.components_for(config::Backend::cuda)) {
     if (component->cuda_minver && cuda < *component->cuda_minver) continue;
-    for (const auto& arch : effective_cuda_capabilities(component->cuda_capabilities, cuda)) archs.insert(arch);
+    auto effective = effective_cuda_capabilities(component->cuda_capabilities, cuda);
+    for (const auto& arch : only ? restrict_archs(effective, *only) : effective) archs.insert(arch);
   }
   return {archs.begin(), archs.end()};
 }
@@ -157,10 +159,10 @@ struct Unit {
 };
 
 // The install job of a variant (compiled or noarch), after `deps` (the link, for compiled ones).
-// Its inputs are also every build input of the kernel (PlanRequest::source_inputs), so that its record
-// in the build state tells `kbuild check`, `test` and `publish` whether the variant is older than its
-// sources (build/freshness.hpp).
-Job install_job(const std::string& name, const layout::InstallSpec& spec, const std::vector<fs::path>& sources,
+// Its inputs include the source manifest (PlanRequest::source_manifest), so that its record in the
+// build state tells `kbuild check`, `test` and `publish` which sources the variant was built from
+// (build/freshness.hpp).
+Job install_job(const std::string& name, const layout::InstallSpec& spec, const std::optional<fs::path>& sources,
                 std::vector<size_t> deps) {
   Job install;
   install.id = name + "/install";
@@ -169,9 +171,7 @@ Job install_job(const std::string& name, const layout::InstallSpec& spec, const 
   install.kind = JobKind::install;
   if (spec.library) install.inputs.push_back(*spec.library);
   for (const auto& rel : spec.python_files) install.inputs.push_back(spec.package_dir / rel);
-  for (const auto& source : sources)
-    if (std::find(install.inputs.begin(), install.inputs.end(), source) == install.inputs.end())
-      install.inputs.push_back(source);
+  if (sources) install.inputs.push_back(*sources);
   for (const auto& [rel, entry] : layout::variant_files(spec).files) install.outputs.push_back(spec.variant_dir / rel);
   install.outputs.push_back(spec.variant_dir / "metadata.json");
   install.deps = std::move(deps);
@@ -221,7 +221,7 @@ class CompiledVariantPlanner {
                   "list .cpp or .cu files in [torch].src or a [kernel.*] component", ExitCode::usage);
     size_t link = add_link_job(graph);
     KB_TRY_ASSIGN(layout::InstallSpec spec, install_spec());
-    graph.add(install_job(m_name, spec, m_request.source_inputs, {link}));
+    graph.add(install_job(m_name, spec, m_request.source_manifest, {link}));
     return {};
   }
 
@@ -251,6 +251,19 @@ class CompiledVariantPlanner {
           return fail("kernel." + component->name + ": none of its cuda-capabilities can be built with CUDA " +
                           m_tc.cuda->version.major_minor(),
                       "supported: " + util::join(default_cuda_capabilities(m_tc.cuda->version), ", "), ExitCode::usage);
+        if (m_request.cuda_archs_only) {
+          auto declared = archs;
+          archs = restrict_archs(declared, *m_request.cuda_archs_only);
+          bool compiles_cuda = std::any_of(component->src.begin(), component->src.end(), [](const std::string& src) {
+            return compile_kind(src) == JobKind::compile_cuda;
+          });
+          if (archs.empty() && compiles_cuda)
+            return fail("kernel." + component->name + " declares CUDA capabilities " + util::join(declared, ", ") +
+                            ", none of which is in the architectures asked for (" +
+                            util::join(*m_request.cuda_archs_only, ", ") + ")",
+                        "pass --cuda-archs all (or a capability the kernel declares); the GPU here cannot run it",
+                        ExitCode::usage);
+        }
       }
       bool uses_torch = !tvm_ffi() && std::find(component->depends.begin(), component->depends.end(), "torch") !=
                                           component->depends.end();
@@ -449,7 +462,7 @@ class CompiledVariantPlanner {
                                                        {{"OPS_NAME", m_ops}}));
     spec.metadata = layout::metadata_for(m_config, m_variant.backend, m_ops);
     if (m_variant.backend == config::Backend::cuda)
-      spec.metadata.archs = variant_cuda_archs(m_config, m_tc.cuda->version);
+      spec.metadata.archs = variant_cuda_archs(m_config, m_tc.cuda->version, m_request.cuda_archs_only);
     spec.metadata.builder_version = m_request.builder_version;
     spec.metadata.kernel = m_request.kernel_git;
     if (m_request.gate_libraries) {
@@ -498,7 +511,7 @@ Result<void> plan_noarch_variant(const PlanRequest& request, const VariantBuild&
   if (backend == config::Backend::rocm) spec.metadata.archs = config.noarch.rocm_archs;
   spec.metadata.builder_version = request.builder_version;
   spec.metadata.kernel = request.kernel_git;
-  graph.add(install_job(name, spec, request.source_inputs, {}));
+  graph.add(install_job(name, spec, request.source_manifest, {}));
   return {};
 }
 

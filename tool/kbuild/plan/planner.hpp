@@ -40,8 +40,9 @@ struct PlanRequest {
   std::string unique_id;
   /// Files under torch-ext/<python_name>/, relative to it, sorted.
   std::vector<std::string> package_files;
-  /// The kernel's build inputs (build::build_input_files), absolute: inputs of every install job.
-  std::vector<fs::path> source_inputs;
+  /// .kbuild/sources (build::SourceManifest): an input of every install job, rewritten only when the
+  /// sources change, so that an install's record tells which sources its variant was built from.
+  std::optional<fs::path> source_manifest;
   std::vector<VariantBuild> variants;
   int nvcc_threads = 0;  ///< --threads for nvcc; 0 leaves it out
   std::string builder_version;
@@ -56,6 +57,9 @@ struct PlanRequest {
   std::optional<toolchain::TvmFfiInstall> tvm_ffi;
   /// Off only where the compiler is a fake that produces no ELF (unit tests of the build use case).
   bool gate_libraries = true;
+  /// CUDA variants compile only these capabilities of what build.toml declares (--cuda-archs: the
+  /// local GPU's, or a list); nullopt compiles all. metadata.json lists what was compiled.
+  std::optional<std::vector<std::string>> cuda_archs_only;
 };
 
 /// Why `build` would refuse a variant of `backend` whatever the toolchain (a component needs a
@@ -73,9 +77,10 @@ std::string torch_target_version_define(const util::Version& stable_abi);
 /// Whether `path` is a translation unit, and of which kind; nullopt for headers and other files.
 std::optional<JobKind> compile_kind(const std::string& path);
 
-/// The effective CUDA capabilities of a variant: the union over its CUDA components, sorted as
-/// strings (that is how metadata.json lists them).
-std::vector<std::string> variant_cuda_archs(const config::KernelConfig& config, const util::Version& cuda);
+/// The effective CUDA capabilities of a variant: the union over its CUDA components (each restricted
+/// to `only` when given), sorted as strings (that is how metadata.json lists them).
+std::vector<std::string> variant_cuda_archs(const config::KernelConfig& config, const util::Version& cuda,
+                                            const std::optional<std::vector<std::string>>& only = std::nullopt);
 
 Result<JobGraph> plan_build(const PlanRequest& request);
 

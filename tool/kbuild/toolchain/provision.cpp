@@ -300,7 +300,10 @@ Result<std::vector<LockedArtifact>> Provisioner::artifacts(const std::string& co
 
 Result<fs::path> Provisioner::fetch(const LockedArtifact& artifact) {
   fs::path destination = m_options.cache.downloads() / artifact.sha256 / artifact.file;
-  if (m_fs.stat(destination).is_file) return destination;  // verified when it was stored
+  if (m_fs.stat(destination).is_file) {
+    (void)m_fs.touch(destination);  // last used, for `kbuild cache prune`
+    return destination;             // verified when it was stored
+  }
   ScratchDir scratch(m_fs, m_options.cache.temp(), "download");
   if (!artifact.url.empty()) {
     const std::string url = archive_url(artifact);
@@ -412,7 +415,10 @@ Result<void> Provisioner::unpack_wheel(const LockedArtifact& wheel, const fs::pa
                                        const std::function<std::optional<std::string>(const std::string&)>& select,
                                        const std::string& what, const std::string& required,
                                        const std::function<Result<void>(const fs::path&)>& finish) {
-  if (toolchain_complete(m_fs, root)) return {};
+  if (toolchain_complete(m_fs, root)) {
+    (void)m_fs.touch(root / ".complete");  // last used: `kbuild cache prune` goes by it
+    return {};
+  }
   KB_TRY_ASSIGN(fs::path file, fetch(wheel));
   m_progress("extracting " + wheel.file + " (" + what + ")");
   fs::path staging = util::temp_sibling(root);
@@ -579,6 +585,7 @@ Result<CudaToolkit> Provisioner::cuda(const util::Version& major_minor, const st
   if (system && system->version.major_minor() == major_minor.major_minor()) return *system;
   KB_TRY_ASSIGN(auto artifacts, this->artifacts("cuda", major_minor));
   fs::path root = cuda_toolchain_dir(m_options.cache, artifacts);
+  if (toolchain_complete(m_fs, root)) (void)m_fs.touch(root / ".complete");
   if (!toolchain_complete(m_fs, root)) {
     fs::path staging = util::temp_sibling(root);
     (void)m_fs.remove_all(staging);

@@ -80,6 +80,14 @@ Result<fs::path> RealFileSystem::real_path(const fs::path& path) const {
 // The lock file may be unlinked by its holder (kbuild clean removes .kbuild with it): a lock taken on an
 // inode that is no longer the one at `path` protects nothing, so it is dropped and taken again.
 Result<std::unique_ptr<FileLock>> RealFileSystem::lock_file(const fs::path& path, bool wait) {
+  return flock_file(path, wait, LOCK_EX);
+}
+
+Result<std::unique_ptr<FileLock>> RealFileSystem::lock_file_shared(const fs::path& path, bool wait) {
+  return flock_file(path, wait, LOCK_SH);
+}
+
+Result<std::unique_ptr<FileLock>> RealFileSystem::flock_file(const fs::path& path, bool wait, int operation) {
   for (int attempt = 0;; ++attempt) {
     if (path.has_parent_path()) KB_TRY(make_dirs(path.parent_path()));
     int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -88,7 +96,7 @@ Result<std::unique_ptr<FileLock>> RealFileSystem::lock_file(const fs::path& path
       if (saved == ENOENT && attempt < 100) continue;  // the directory vanished between the two calls
       return io_fail("cannot open the lock " + path.string() + ": " + std::strerror(saved), saved);
     }
-    while (::flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB)) != 0) {
+    while (::flock(fd, operation | (wait ? 0 : LOCK_NB)) != 0) {
       if (errno == EINTR) continue;
       int saved = errno;
       ::close(fd);

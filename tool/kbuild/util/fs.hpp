@@ -65,6 +65,11 @@ class FileSystem {
   /// Takes an exclusive lock on `path` (created if missing). With `wait`, blocks until it is free;
   /// without, returns nullptr when another process holds it.
   virtual Result<std::unique_ptr<FileLock>> lock_file(const fs::path& path, bool wait) = 0;
+  /// A shared lock on `path`: any number of holders at once, none while an exclusive lock is held.
+  /// The default takes an exclusive one (correct, less concurrent).
+  virtual Result<std::unique_ptr<FileLock>> lock_file_shared(const fs::path& path, bool wait) {
+    return lock_file(path, wait);
+  }
   /// Calls `consume` with the file's bytes, in order, in pieces of bounded size: for hashing large
   /// files without holding them in memory. The default reads the whole file.
   virtual Result<void> read_chunks(const fs::path& path, const std::function<void(std::string_view)>& consume) const {
@@ -98,10 +103,14 @@ class RealFileSystem final : public FileSystem {
   Result<void> remove_all(const fs::path& path) override;
   Result<void> rename(const fs::path& from, const fs::path& to) override;
   Result<void> touch(const fs::path& path) override;
+  Result<std::unique_ptr<FileLock>> lock_file_shared(const fs::path& path, bool wait) override;
   Result<void> create_symlink(const fs::path& target, const fs::path& link) override;
   Result<std::unique_ptr<FileLock>> lock_file(const fs::path& path, bool wait) override;
   Result<fs::path> real_path(const fs::path& path) const override;
   Result<void> read_chunks(const fs::path& path, const std::function<void(std::string_view)>& consume) const override;
+
+ private:
+  Result<std::unique_ptr<FileLock>> flock_file(const fs::path& path, bool wait, int operation);
 };
 
 /// Reads an input file a user points kbuild at (build.toml, kbuild.toml, pyproject.toml, locks):
