@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "kbuild/build/build.hpp"
 #include "kbuild/exec/interrupt.hpp"
 #include "kbuild/exec/reporter.hpp"
+#include "kbuild/usecase/build.hpp"
 #include "support/fakes.hpp"
 
 namespace kbuild::fakes {
@@ -58,7 +58,7 @@ struct BuildFixture : ::testing::Test {
   util::MapEnvironment env{{{"HOME", "/home/u"}, {"KBUILD_CACHE", "/cache"}}};
   util::ManualClock clock;
   util::SequenceRandom random;
-  build::BuildServices services{fs, launcher, runner, reporter, env, clock, random};
+  usecase::BuildServices services{fs, launcher, runner, reporter, env, clock, random};
 
   void SetUp() override {
     exec::reset_interrupt_for_testing();
@@ -81,8 +81,8 @@ struct BuildFixture : ::testing::Test {
     launcher.answers["/usr/bin/g++ -dumpmachine"] = {0, "x86_64-linux-gnu\n", ""};
   }
 
-  build::BuildRequest request() const {
-    build::BuildRequest r;
+  usecase::BuildRequest request() const {
+    usecase::BuildRequest r;
     r.kernel_dir = "/k";
     r.jobs = 2;
     r.builder_version = "kbuild/test";

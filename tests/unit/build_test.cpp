@@ -9,13 +9,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kbuild/build/build.hpp"
-#include "kbuild/build/kernel_source.hpp"
-#include "kbuild/build/local_variants.hpp"
-#include "kbuild/build/ops_check.hpp"
 #include "kbuild/exec/interrupt.hpp"
 #include "kbuild/exec/reporter.hpp"
 #include "kbuild/toolchain/lock.hpp"
+#include "kbuild/usecase/build.hpp"
+#include "kbuild/usecase/kernel_source.hpp"
+#include "kbuild/usecase/local_variants.hpp"
+#include "kbuild/usecase/ops_check.hpp"
 #include "kbuild/util/strings.hpp"
 #include "support/build_fixture.hpp"
 #include "support/fakes.hpp"
@@ -25,7 +25,7 @@ using fakes::BuildFixture;
 using fakes::k_build_toml;
 
 TEST_F(BuildFixture, ALocalBuildInstallsTheVariantThenHasNothingToDo) {
-  auto outcome = build::build(request(), services);
+  auto outcome = usecase::build(request(), services);
   ASSERT_TRUE(outcome) << outcome.error().message << "\n" << outcome.error().hint;
   EXPECT_EQ(outcome->variants, std::vector<std::string>{"torch211-cxx11-cpu-x86_64-linux"});
   EXPECT_EQ(outcome->summary.failed, 0u);
@@ -35,7 +35,7 @@ TEST_F(BuildFixture, ALocalBuildInstallsTheVariantThenHasNothingToDo) {
   EXPECT_NE(reporter.warnings.front().find("no CUDA toolkit found"), std::string::npos);
   // The variant directory as the loader expects it, with the ops id from the sources (no git here).
   std::string id =
-      build::build_identity(fs, launcher, "/k", *build::load_kernel(fs, "/k", {}), std::nullopt)->unique_id;
+      usecase::build_identity(fs, launcher, "/k", *usecase::load_kernel(fs, "/k", {}), std::nullopt)->unique_id;
   EXPECT_TRUE(fs.has("/k/build/torch211-cxx11-cpu-x86_64-linux/metadata.json"));
   EXPECT_TRUE(fs.has("/k/build/torch211-cxx11-cpu-x86_64-linux/__init__.py"));
   EXPECT_TRUE(fs.has("/k/build/torch211-cxx11-cpu-x86_64-linux/_relu_cpu_" + id + ".abi3.so"));
@@ -47,7 +47,7 @@ TEST_F(BuildFixture, ALocalBuildInstallsTheVariantThenHasNothingToDo) {
   EXPECT_EQ(database[2]["arguments"][0], "/usr/bin/g++");
 
   runner.started.clear();
-  auto again = build::build(request(), services);
+  auto again = usecase::build(request(), services);
   ASSERT_TRUE(again);
   EXPECT_EQ(again->summary.stale, 0u);  // a no-op build runs nothing
   EXPECT_TRUE(runner.started.empty());
@@ -56,7 +56,7 @@ TEST_F(BuildFixture, ALocalBuildInstallsTheVariantThenHasNothingToDo) {
 TEST_F(BuildFixture, ABackendWithoutComponentsIsANoarchVariantAndTheBuildSaysSo) {
   std::string toml = k_build_toml;
   fs.put("/k/build.toml", toml.substr(0, toml.find("[kernel.relu_cuda]")));
-  auto outcome = build::build(request(), services);
+  auto outcome = usecase::build(request(), services);
   ASSERT_TRUE(outcome) << outcome.error().message;
   EXPECT_EQ(outcome->variants, (std::vector<std::string>{"torch211-cxx11-cpu-x86_64-linux", "torch-cuda"}));
   EXPECT_TRUE(fs.has("/k/build/torch-cuda/__init__.py"));
@@ -68,7 +68,7 @@ TEST_F(BuildFixture, ABackendWithoutComponentsIsANoarchVariantAndTheBuildSaysSo)
   // With components for every backend, nothing is said.
   reporter.warnings.clear();
   fs.put("/k/build.toml", k_build_toml);
-  ASSERT_TRUE(build::build(request(), services));
+  ASSERT_TRUE(usecase::build(request(), services));
   for (const auto& warning : reporter.warnings) EXPECT_EQ(warning.find("no [kernel.*] component"), std::string::npos);
 }
 
@@ -77,10 +77,10 @@ TEST_F(BuildFixture, AnEditedSourceRebuildsOnlyWhatDependsOnIt) {
   // would serve the link.)
   auto r = request();
   r.use_cache = false;
-  ASSERT_TRUE(build::build(r, services));
+  ASSERT_TRUE(usecase::build(r, services));
   runner.started.clear();
   fs.put("/k/relu_cpu/relu.cpp", "// cpu, edited");
-  auto outcome = build::build(r, services);
+  auto outcome = usecase::build(r, services);
   ASSERT_TRUE(outcome);
   auto outputs = started_outputs();
   ASSERT_EQ(outputs.size(), 2u);  // that object, then the link
@@ -89,13 +89,13 @@ TEST_F(BuildFixture, AnEditedSourceRebuildsOnlyWhatDependsOnIt) {
 }
 
 TEST_F(BuildFixture, TheCompileCacheServesAFreshCheckout) {
-  ASSERT_TRUE(build::build(request(), services));
+  ASSERT_TRUE(usecase::build(request(), services));
   // Another copy of the same kernel (the same sources, so the same id): every command comes from the cache.
   copy_kernel_to("/k2");
   auto copy = request();
   copy.kernel_dir = "/k2";
   runner.started.clear();
-  auto outcome = build::build(copy, services);
+  auto outcome = usecase::build(copy, services);
   ASSERT_TRUE(outcome) << outcome.error().message;
   EXPECT_TRUE(runner.started.empty());
   EXPECT_EQ(outcome->summary.cache_hits, 4u);  // three objects (binding, kernel, glibc_compat) and the library
@@ -105,7 +105,7 @@ TEST_F(BuildFixture, TheCompileCacheServesAFreshCheckout) {
   fs.remove_all("/k2/build");
   fs.remove_all("/k2/.kbuild");
   copy.use_cache = false;
-  auto uncached = build::build(copy, services);
+  auto uncached = usecase::build(copy, services);
   ASSERT_TRUE(uncached);
   EXPECT_EQ(uncached->summary.cache_hits, 0u);
   EXPECT_EQ(runner.started.size(), 4u);
@@ -116,7 +116,7 @@ TEST_F(BuildFixture, FailuresAndBadRequestsAreErrorsWithTheirExitCodes) {
   std::vector<config::Diagnostic> seen;
   auto r = request();
   r.diagnostics = [&](const std::vector<config::Diagnostic>& d) { seen = d; };
-  auto invalid = build::build(r, services);
+  auto invalid = usecase::build(r, services);
   ASSERT_FALSE(invalid);
   EXPECT_EQ(invalid.error().code, ExitCode::usage);
   EXPECT_FALSE(seen.empty());
@@ -125,16 +125,16 @@ TEST_F(BuildFixture, FailuresAndBadRequestsAreErrorsWithTheirExitCodes) {
   fs.put("/k/build.toml", k_build_toml);
   auto cuda_only = request();
   cuda_only.backends = {"cuda"};
-  auto no_toolkit = build::build(cuda_only, services);
+  auto no_toolkit = usecase::build(cuda_only, services);
   ASSERT_FALSE(no_toolkit);
   EXPECT_EQ(no_toolkit.error().code, ExitCode::toolchain);
 
   auto unknown = request();
   unknown.backends = {"rocm"};
-  EXPECT_EQ(build::build(unknown, services).error().code, ExitCode::usage);
+  EXPECT_EQ(usecase::build(unknown, services).error().code, ExitCode::usage);
 
   runner.failures["/k/.kbuild/torch211-cxx11-cpu-x86_64-linux/obj/relu_cpu/relu.cpp.o"] = 1;
-  auto failed = build::build(request(), services);
+  auto failed = usecase::build(request(), services);
   ASSERT_FALSE(failed);
   EXPECT_EQ(failed.error().code, ExitCode::failure);
   EXPECT_NE(failed.error().message.find("build failed: 1 job failed"), std::string::npos) << failed.error().message;
@@ -143,7 +143,7 @@ TEST_F(BuildFixture, FailuresAndBadRequestsAreErrorsWithTheirExitCodes) {
 
 TEST_F(BuildFixture, AnInvalidCacheSizeIsAUsageError) {
   env.values["KBUILD_CACHE_MAX_SIZE"] = "10 gigs";
-  auto outcome = build::build(request(), services);
+  auto outcome = usecase::build(request(), services);
   ASSERT_FALSE(outcome);
   EXPECT_EQ(outcome.error().code, ExitCode::usage);
   EXPECT_NE(outcome.error().message.find("KBUILD_CACHE_MAX_SIZE"), std::string::npos);
@@ -171,14 +171,14 @@ TEST(BuildIdentity, ExplicitElseADigestOfTheBuildInputs) {
   };
   write_kernel(fs, "/k");
   auto id = [&](fakes::MemFileSystem& of, const std::string& dir) {
-    return build::build_identity(of, launcher, dir, config, std::nullopt)->unique_id;
+    return usecase::build_identity(of, launcher, dir, config, std::nullopt)->unique_id;
   };
-  auto explicit_id = build::build_identity(fs, launcher, "/k", config, std::string("abc_1"));
+  auto explicit_id = usecase::build_identity(fs, launcher, "/k", config, std::string("abc_1"));
   EXPECT_EQ(explicit_id->unique_id, "abc_1");
-  EXPECT_FALSE(build::build_identity(fs, launcher, "/k", config, std::string("a-b")));
+  EXPECT_FALSE(usecase::build_identity(fs, launcher, "/k", config, std::string("a-b")));
   const std::string first = id(fs, "/k");
   EXPECT_TRUE(std::regex_match(first, std::regex("src[0-9a-f]{8}"))) << first;
-  EXPECT_EQ(*build::build_input_files(fs, "/k", config),
+  EXPECT_EQ(*usecase::build_input_files(fs, "/k", config),
             (std::vector<std::string>{"build.toml", "include/a.h", "src/a.cu", "torch-ext/binding.cpp",
                                       "torch-ext/relu/__init__.py"}));
   // What is not a build input does not count: outputs, intermediates, bytecode, README, tests, the
@@ -202,9 +202,9 @@ TEST(BuildIdentity, ExplicitElseADigestOfTheBuildInputs) {
   launcher.programs["git"] = "/usr/bin/git";
   launcher.answers["git -C /k rev-parse HEAD HEAD:./"] = {
       0, std::string(40, 'c') + "\n" + "0123456789abcdef0123456789abcdef01234567\n", ""};
-  launcher.answers["git -C /k status --porcelain --untracked-files=no --ignore-submodules=all -- ."] = {0, " M x\n",
-                                                                                                        ""};
-  auto git = build::build_identity(fs, launcher, "/k", config, std::nullopt);
+  launcher.answers["git -C /k status --porcelain --untracked-files=no --ignore-submodules=all -- . :(exclude)build"] = {
+      0, " M x\n", ""};
+  auto git = usecase::build_identity(fs, launcher, "/k", config, std::nullopt);
   ASSERT_TRUE(git);
   EXPECT_EQ(git->unique_id, first);
   ASSERT_TRUE(git->kernel_git);
@@ -219,12 +219,12 @@ TEST_F(BuildFixture, OneBuildOfAKernelDirectoryAtATime) {
   (*held)->set_owner("kbuild pid 4242\n");
   auto r = request();
   r.wait_for_lock = false;
-  auto busy = build::build(r, services);
+  auto busy = usecase::build(r, services);
   ASSERT_FALSE(busy);
   EXPECT_NE(busy.error().message.find("kbuild pid 4242 is building /k"), std::string::npos) << busy.error().message;
   EXPECT_TRUE(runner.started.empty());
   held->reset();  // the other build finished
-  ASSERT_TRUE(build::build(r, services));
+  ASSERT_TRUE(usecase::build(r, services));
   EXPECT_FALSE(fs.locked("/k/.kbuild/lock"));  // released when the build returns
 }
 
@@ -234,15 +234,15 @@ TEST(RegistrationPrefix, ChecksEveryPythonSourceButOutputsAndCaches) {
        {"/k/build.toml", "/k/torch-ext/relu/__init__.py", "/k/tests/test_relu.py", "/k/build/v/relu/__init__.py",
         "/k/.venv/lib/x.py", "/k/torch-ext/relu/__pycache__/a.py", "/k/benchmarks/bench.py", "/k/notes.txt"})
     ASSERT_TRUE(fs.write_file_atomic(path, ""));
-  auto files = build::python_sources(fs, "/k");
+  auto files = usecase::python_sources(fs, "/k");
   ASSERT_TRUE(files);
   EXPECT_EQ(*files,
             (std::vector<std::string>{"benchmarks/bench.py", "tests/test_relu.py", "torch-ext/relu/__init__.py"}));
 }
 
 TEST(RegistrationPrefix, VerdictCarriesKernelBuildersHeadingAndEveryLocation) {
-  EXPECT_TRUE(build::registration_prefix_verdict({0, "", ""}, "/k"));
-  auto bad = build::registration_prefix_verdict(
+  EXPECT_TRUE(usecase::registration_prefix_verdict({0, "", ""}, "/k"));
+  auto bad = usecase::registration_prefix_verdict(
       {1, "torch-ext/relu/__init__.py:12:1 function _fake\ntests/t.py:3:1 class Op\n", ""}, "/k");
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error().code, ExitCode::usage);
@@ -250,11 +250,11 @@ TEST(RegistrationPrefix, VerdictCarriesKernelBuildersHeadingAndEveryLocation) {
             "Found Torch library registrations that do not use `add_op_namespace_prefix`:\n"
             "  /k/torch-ext/relu/__init__.py:12:1 function _fake\n  /k/tests/t.py:3:1 class Op");
   EXPECT_NE(bad.error().hint.find("add_op_namespace_prefix(\"my_op\")"), std::string::npos);
-  auto syntax = build::registration_prefix_verdict({1, "a.py:2:5 unparsable invalid syntax\n", ""}, "/k");
+  auto syntax = usecase::registration_prefix_verdict({1, "a.py:2:5 unparsable invalid syntax\n", ""}, "/k");
   ASSERT_FALSE(syntax);
   EXPECT_NE(syntax.error().message.find("cannot be parsed:\n  /k/a.py:2:5 unparsable invalid syntax"),
             std::string::npos);
-  auto broken = build::registration_prefix_verdict({127, "", "python: not found"}, "/k");
+  auto broken = usecase::registration_prefix_verdict({127, "", "python: not found"}, "/k");
   ASSERT_FALSE(broken);
   EXPECT_EQ(broken.error().code, ExitCode::toolchain);
 }
@@ -286,7 +286,7 @@ struct MatrixBuildFixture : BuildFixture {
     fs.put(root + "/.complete", "torch wheel\n");
   }
 
-  build::BuildRequest matrix_request() const {
+  usecase::BuildRequest matrix_request() const {
     auto r = request();
     r.matrix = true;
     r.locked = true;
@@ -310,7 +310,7 @@ struct MatrixBuildFixture : BuildFixture {
 };
 
 TEST_F(MatrixBuildFixture, EachVariantIsBuiltAgainstItsOwnPinnedTorch) {
-  auto outcome = build::build(matrix_request(), services);
+  auto outcome = usecase::build(matrix_request(), services);
   ASSERT_TRUE(outcome) << outcome.error().message << "\n" << outcome.error().hint;
   EXPECT_EQ(outcome->variants,
             (std::vector<std::string>{"torch210-cxx11-cpu-x86_64-linux", "torch211-cxx11-cpu-x86_64-linux"}));
@@ -330,13 +330,13 @@ TEST_F(MatrixBuildFixture, EachVariantIsBuiltAgainstItsOwnPinnedTorch) {
 
   // Up to date: nothing runs. A filter builds only what it selects.
   runner.started.clear();
-  auto again = build::build(matrix_request(), services);
+  auto again = usecase::build(matrix_request(), services);
   ASSERT_TRUE(again);
   EXPECT_TRUE(runner.started.empty());
   auto only = matrix_request();
   only.filter.torch = {"2.10"};
   fs.put("/k/relu_cpu/relu.cpp", "// cpu, edited");
-  auto filtered = build::build(only, services);
+  auto filtered = usecase::build(only, services);
   ASSERT_TRUE(filtered) << filtered.error().message;
   EXPECT_EQ(filtered->variants, std::vector<std::string>{"torch210-cxx11-cpu-x86_64-linux"});
   EXPECT_TRUE(torch_roots_for("torch211-cxx11-cpu").empty());
@@ -356,7 +356,7 @@ TEST_F(MatrixBuildFixture, CacheEntriesFollowTheTorchHeadersEachVariantRead) {
   read_torch_header("/k", "/cache/toolchains/torch-2.10.0-101010101010");
   fs.put("/cache/toolchains/torch-2.10.0-101010101010/torch/include/torch/library.h", "// 2.10");
   fs.put("/cache/toolchains/torch-2.11.0-111111111111/torch/include/torch/library.h", "// 2.11");
-  ASSERT_TRUE(build::build(matrix_request(), services));
+  ASSERT_TRUE(usecase::build(matrix_request(), services));
 
   // The same kernel elsewhere: every command of both variants comes from the cache.
   copy_kernel_to("/k2");
@@ -364,7 +364,7 @@ TEST_F(MatrixBuildFixture, CacheEntriesFollowTheTorchHeadersEachVariantRead) {
   auto copy = matrix_request();
   copy.kernel_dir = "/k2";
   runner.started.clear();
-  auto outcome = build::build(copy, services);
+  auto outcome = usecase::build(copy, services);
   ASSERT_TRUE(outcome) << outcome.error().message;
   EXPECT_TRUE(runner.started.empty());
   EXPECT_EQ(outcome->summary.cache_hits, 8u);  // 3 objects + 1 library, per variant
@@ -380,7 +380,7 @@ TEST_F(MatrixBuildFixture, CacheEntriesFollowTheTorchHeadersEachVariantRead) {
   fs.put(other_dir + "/torch/include/torch/library.h", "// 2.10, another build");
   read_torch_header("/k2", other_dir);
   runner.started.clear();
-  ASSERT_TRUE(build::build(copy, services));
+  ASSERT_TRUE(usecase::build(copy, services));
   auto outputs = started_outputs();
   EXPECT_EQ(outputs.size(), 3u) << util::join(outputs, "\n");  // relu.cpp.o, torch_binding.cpp.o, the library
   for (const auto& output : outputs) EXPECT_NE(output.find("torch210-cxx11-cpu"), std::string::npos) << output;
@@ -388,7 +388,7 @@ TEST_F(MatrixBuildFixture, CacheEntriesFollowTheTorchHeadersEachVariantRead) {
 
 TEST_F(MatrixBuildFixture, LockedBuildsNeedTheLockAndNeverResolve) {
   fs.remove_all("/k/kbuild.lock");
-  auto missing = build::build(matrix_request(), services);
+  auto missing = usecase::build(matrix_request(), services);
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().code, ExitCode::usage);
   EXPECT_NE(missing.error().message.find("--locked but /k/kbuild.lock does not exist"), std::string::npos)
@@ -400,7 +400,7 @@ TEST_F(MatrixBuildFixture, LockedBuildsNeedTheLockAndNeverResolve) {
   lock.toolchains["torch-2.11"] = {
       {"torch", "2.11.0", "torch-2.11.0-cp312-manylinux_2_28_x86_64.whl", std::string(64, '3')}};
   fs.put("/k/kbuild.lock", lock.serialize());
-  auto undownloadable = build::build(matrix_request(), services);
+  auto undownloadable = usecase::build(matrix_request(), services);
   ASSERT_FALSE(undownloadable);
   EXPECT_EQ(undownloadable.error().code, ExitCode::toolchain) << undownloadable.error().message;
   EXPECT_FALSE(fs.stat("/k/build/torch211-cxx11-cpu-x86_64-linux").exists);
@@ -412,13 +412,13 @@ TEST_F(BuildFixture, AVariantNameThatALocalBuildMakesIsBuiltLocally) {
   auto r = request();
   r.matrix = true;
   r.filter.variants = {"torch211-cxx11-cpu-x86_64-linux"};
-  auto outcome = build::build(r, services);
+  auto outcome = usecase::build(r, services);
   ASSERT_TRUE(outcome) << outcome.error().message;
   EXPECT_EQ(outcome->variants, std::vector<std::string>{"torch211-cxx11-cpu-x86_64-linux"});
   EXPECT_FALSE(fs.has("/k/kbuild.lock"));  // nothing was pinned: no matrix build
   // A name neither builds is refused by the matrix, with the valid names.
   r.filter.variants = {"torch299-cxx11-cpu-x86_64-linux"};
-  auto unknown = build::build(r, services);
+  auto unknown = usecase::build(r, services);
   ASSERT_FALSE(unknown);
   EXPECT_EQ(unknown.error().code, ExitCode::usage);
   EXPECT_NE(unknown.error().message.find("unknown variant"), std::string::npos);

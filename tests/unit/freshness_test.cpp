@@ -1,10 +1,10 @@
-// Whether build/<variant>/ matches the sources (build/freshness.hpp), after real builds through fakes:
+// Whether build/<variant>/ matches the sources (usecase/freshness.hpp), after real builds through fakes:
 // a finished build is current; an edit, a new header, a failed or an interrupted build make it stale.
 
 #include <gtest/gtest.h>
 
-#include "kbuild/build/freshness.hpp"
-#include "kbuild/build/kernel_source.hpp"
+#include "kbuild/usecase/freshness.hpp"
+#include "kbuild/usecase/kernel_source.hpp"
 #include "support/build_fixture.hpp"
 
 using namespace kbuild;
@@ -14,21 +14,21 @@ namespace {
 
 const std::string k_cpu = "torch211-cxx11-cpu-x86_64-linux";
 
-build::VariantFreshness judge(BuildFixture& f) {
-  auto config = build::load_kernel(f.fs, "/k", {});
+usecase::VariantFreshness judge(BuildFixture& f) {
+  auto config = usecase::load_kernel(f.fs, "/k", {});
   EXPECT_TRUE(config);
-  auto freshness = build::variant_freshness(f.fs, "/k", *config, {k_cpu});
+  auto freshness = usecase::variant_freshness(f.fs, "/k", *config, {k_cpu});
   EXPECT_TRUE(freshness);
   return freshness->front();
 }
 
-using State = build::VariantFreshness::State;
+using State = usecase::VariantFreshness::State;
 
 }  // namespace
 
 TEST_F(BuildFixture, AFinishedBuildIsCurrentAndAnEditMakesItStale) {
   EXPECT_EQ(judge(*this).state, State::unknown);  // never built here
-  ASSERT_TRUE(build::build(request(), services));
+  ASSERT_TRUE(usecase::build(request(), services));
   EXPECT_EQ(judge(*this).state, State::current) << judge(*this).reason;
   // Not build inputs: no change.
   fs.put("/k/README.md", "notes");
@@ -39,43 +39,43 @@ TEST_F(BuildFixture, AFinishedBuildIsCurrentAndAnEditMakesItStale) {
   auto edited = judge(*this);
   EXPECT_EQ(edited.state, State::stale);
   EXPECT_EQ(edited.reason, "relu_cpu/relu.cpp changed since the build");
-  ASSERT_TRUE(build::build(request(), services));
+  ASSERT_TRUE(usecase::build(request(), services));
   EXPECT_EQ(judge(*this).state, State::current);
   // A new Python file of the package is a new build input.
   fs.put("/k/torch-ext/relu/layers.py", "");
   EXPECT_EQ(judge(*this).reason, "torch-ext/relu/layers.py is a new build input since the build");
-  ASSERT_TRUE(build::build(request(), services));
+  ASSERT_TRUE(usecase::build(request(), services));
   // An installed file modified by hand.
   fs.put("/k/build/" + k_cpu + "/__init__.py", "tampered");
   EXPECT_EQ(judge(*this).reason, "build/" + k_cpu + "/__init__.py was modified after the build");
 }
 
 TEST_F(BuildFixture, AFailedBuildLeavesTheVariantStaleEvenIfTheOldLibraryIsThere) {
-  ASSERT_TRUE(build::build(request(), services));
+  ASSERT_TRUE(usecase::build(request(), services));
   // The compiler now fails on the edited source: build/ still holds the last good library.
   fs.put("/k/relu_cpu/relu.cpp", "// broken");
   runner.failures["/k/.kbuild/" + k_cpu + "/obj/relu_cpu/relu.cpp.o"] = 1;
-  ASSERT_FALSE(build::build(request(), services));
+  ASSERT_FALSE(usecase::build(request(), services));
   EXPECT_TRUE(fs.has("/k/build/" + k_cpu + "/metadata.json"));
   auto after = judge(*this);
   EXPECT_EQ(after.state, State::stale);
   EXPECT_EQ(after.reason, "its last build did not finish (a failed or interrupted kbuild build)");
-  auto refused = build::refuse_stale({after}, "check", "/k");
+  auto refused = usecase::refuse_stale({after}, "check", "/k");
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code, ExitCode::failure);
   EXPECT_NE(refused.error().message.find("build/" + k_cpu + ": its last build did not finish"), std::string::npos);
   EXPECT_NE(refused.error().hint.find("kbuild build /k"), std::string::npos);
   // Fixed: current again.
   runner.failures.clear();
-  ASSERT_TRUE(build::build(request(), services));
+  ASSERT_TRUE(usecase::build(request(), services));
   EXPECT_EQ(judge(*this).state, State::current);
 }
 
 TEST_F(BuildFixture, AnInterruptedBuildLeavesTheVariantStale) {
-  ASSERT_TRUE(build::build(request(), services));
+  ASSERT_TRUE(usecase::build(request(), services));
   fs.put("/k/torch-ext/torch_binding.cpp", "// binding, edited");
   exec::raise_interrupt_for_testing();
-  auto interrupted = build::build(request(), services);
+  auto interrupted = usecase::build(request(), services);
   exec::reset_interrupt_for_testing();
   ASSERT_FALSE(interrupted);
   EXPECT_EQ(interrupted.error().code, ExitCode::interrupted);

@@ -1,11 +1,11 @@
-// `kbuild init` (build/init_project.hpp) through an in-memory filesystem and a scripted git.
+// `kbuild init` (usecase/init_project.hpp) through an in-memory filesystem and a scripted git.
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
-#include "kbuild/build/init_project.hpp"
-#include "kbuild/build/kernel_source.hpp"
+#include "kbuild/usecase/init_project.hpp"
+#include "kbuild/usecase/kernel_source.hpp"
 #include "support/fakes.hpp"
 
 using namespace kbuild;
@@ -20,14 +20,14 @@ struct InitFixture : ::testing::Test {
     launcher.answers["git init -q /p/my-relu"] = {0, "", ""};
     launcher.answers["git -C /p/my-relu add -A"] = {0, "", ""};
   }
-  build::InitRequest request(std::vector<std::string> backends = {"cpu", "cuda"}) const {
-    build::InitRequest r;
+  usecase::InitRequest request(std::vector<std::string> backends = {"cpu", "cuda"}) const {
+    usecase::InitRequest r;
     r.name = "my-relu";
     r.target = "/p/my-relu";
     r.backends = std::move(backends);
     return r;
   }
-  bool wrote(const build::InitOutcome& outcome, const std::string& rel) const {
+  bool wrote(const usecase::InitOutcome& outcome, const std::string& rel) const {
     return std::find(outcome.files.begin(), outcome.files.end(), rel) != outcome.files.end() &&
            fs.has("/p/my-relu/" + rel);
   }
@@ -36,7 +36,7 @@ struct InitFixture : ::testing::Test {
 }  // namespace
 
 TEST_F(InitFixture, AProjectWithBothBackendsTheWorkflowAndGit) {
-  auto outcome = build::init_project(request(), fs, launcher);
+  auto outcome = usecase::init_project(request(), fs, launcher);
   ASSERT_TRUE(outcome) << outcome.error().message;
   EXPECT_TRUE(wrote(*outcome, "build.toml"));
   EXPECT_TRUE(wrote(*outcome, "my_relu_cuda/my_relu.cu"));
@@ -46,26 +46,26 @@ TEST_F(InitFixture, AProjectWithBothBackendsTheWorkflowAndGit) {
             std::string::npos);
   EXPECT_TRUE(outcome->git_created);
   EXPECT_EQ(launcher.ran.back(), "git -C /p/my-relu add -A");  // the workflow is staged with the rest
-  auto config = build::load_kernel(fs, "/p/my-relu", {});
+  auto config = usecase::load_kernel(fs, "/p/my-relu", {});
   ASSERT_TRUE(config) << config.error().message;
   EXPECT_EQ(config->general.backends.size(), 2u);
   EXPECT_EQ(config->kernels.size(), 2u);
 }
 
 TEST_F(InitFixture, OneBackendOnly) {
-  auto cpu = build::init_project(request({"cpu"}), fs, launcher);
+  auto cpu = usecase::init_project(request({"cpu"}), fs, launcher);
   ASSERT_TRUE(cpu) << cpu.error().message;
   EXPECT_FALSE(fs.has("/p/my-relu/my_relu_cuda/my_relu.cu"));
-  auto config = build::load_kernel(fs, "/p/my-relu", {});
+  auto config = usecase::load_kernel(fs, "/p/my-relu", {});
   ASSERT_TRUE(config) << config.error().message;
   ASSERT_EQ(config->kernels.size(), 1u);
   EXPECT_EQ(config->kernels.front().backend, config::Backend::cpu);
   EXPECT_NE(fs.content("/p/my-relu/tests/test_my_relu.py").find("for b in [\"cpu\"] if"), std::string::npos);
 
   fs.remove_all("/p/my-relu");
-  auto cuda = build::init_project(request({"cuda"}), fs, launcher);
+  auto cuda = usecase::init_project(request({"cuda"}), fs, launcher);
   ASSERT_TRUE(cuda) << cuda.error().message;
-  config = build::load_kernel(fs, "/p/my-relu", {});
+  config = usecase::load_kernel(fs, "/p/my-relu", {});
   ASSERT_TRUE(config) << config.error().message;
   ASSERT_EQ(config->kernels.size(), 1u);
   EXPECT_EQ(config->kernels.front().backend, config::Backend::cuda);
@@ -74,7 +74,7 @@ TEST_F(InitFixture, OneBackendOnly) {
 
 TEST_F(InitFixture, AnExistingEmptyDirectoryIsFilledNotReplaced) {
   ASSERT_TRUE(fs.make_dirs("/p/my-relu"));  // e.g. `kbuild init . --name my-relu` in a new directory
-  auto outcome = build::init_project(request(), fs, launcher);
+  auto outcome = usecase::init_project(request(), fs, launcher);
   ASSERT_TRUE(outcome) << outcome.error().message;
   EXPECT_TRUE(fs.has("/p/my-relu/build.toml"));
   auto siblings = fs.list_dir("/p");
@@ -84,18 +84,18 @@ TEST_F(InitFixture, AnExistingEmptyDirectoryIsFilledNotReplaced) {
 
 TEST_F(InitFixture, RefusalsWriteNothing) {
   for (auto bad : {request({"rocm"}), request({})}) {
-    auto refused = build::init_project(bad, fs, launcher);
+    auto refused = usecase::init_project(bad, fs, launcher);
     ASSERT_FALSE(refused);
     EXPECT_EQ(refused.error().code, ExitCode::usage);
   }
   auto name = request();
   name.name = "My_Relu";
-  EXPECT_EQ(build::init_project(name, fs, launcher).error().code, ExitCode::usage);
+  EXPECT_EQ(usecase::init_project(name, fs, launcher).error().code, ExitCode::usage);
   auto repo = request();
   repo.repo_id = "org/name\"\nx = 1";  // would be pasted into build.toml
-  EXPECT_EQ(build::init_project(repo, fs, launcher).error().code, ExitCode::usage);
+  EXPECT_EQ(usecase::init_project(repo, fs, launcher).error().code, ExitCode::usage);
   fs.put("/p/my-relu/keep.txt", "mine");
-  auto occupied = build::init_project(request(), fs, launcher);
+  auto occupied = usecase::init_project(request(), fs, launcher);
   ASSERT_FALSE(occupied);
   EXPECT_NE(occupied.error().message.find("not empty; nothing was written"), std::string::npos);
   EXPECT_EQ(fs.content("/p/my-relu/keep.txt"), "mine");
@@ -107,7 +107,7 @@ TEST_F(InitFixture, RefusalsWriteNothing) {
   auto plain = request();
   plain.git = false;
   plain.ci = false;
-  auto outcome = build::init_project(plain, fs, launcher);
+  auto outcome = usecase::init_project(plain, fs, launcher);
   ASSERT_TRUE(outcome);
   EXPECT_FALSE(fs.has("/p/my-relu/.github/workflows/kbuild-my-relu.yml"));
   EXPECT_TRUE(launcher.ran.empty());

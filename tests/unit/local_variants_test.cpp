@@ -1,9 +1,9 @@
-// What a plain `kbuild build` builds with the local toolchain (build/local_variants.hpp): pure.
+// What a plain `kbuild build` builds with the local toolchain (usecase/local_variants.hpp): pure.
 
 #include <gtest/gtest.h>
 
-#include "kbuild/build/local_variants.hpp"
 #include "kbuild/config/build_toml.hpp"
+#include "kbuild/usecase/local_variants.hpp"
 
 using namespace kbuild;
 
@@ -30,19 +30,19 @@ toolchain::Toolchain torch_2_11() {
 
 TEST(LocalVariants, AStableAbiBackendBuildsItsStableVariantWithTheLocalTorch) {
   auto tc = torch_2_11();
-  auto builds = build::select_local_variants(kernel("stable-abi = \"2.10\"\n"), tc, {}, [](const std::string&) {});
+  auto builds = usecase::select_local_variants(kernel("stable-abi = \"2.10\"\n"), tc, {}, [](const std::string&) {});
   ASSERT_TRUE(builds) << builds.error().message;
   ASSERT_EQ(builds->size(), 1u);
   EXPECT_EQ(builds->front().variant.name(), "torch-stable-abi210-cpu-x86_64-linux");
   EXPECT_EQ(builds->front().toolchain, &tc);
-  auto plain = build::select_local_variants(kernel(""), tc, {}, [](const std::string&) {});
+  auto plain = usecase::select_local_variants(kernel(""), tc, {}, [](const std::string&) {});
   ASSERT_TRUE(plain);
   EXPECT_EQ(plain->front().variant.name(), "torch211-cxx11-cpu-x86_64-linux");
 }
 
 TEST(LocalVariants, ATorchOlderThanTheStableAbiIsKernelBuildersVerdict) {
   auto tc = torch_2_11();
-  auto refused = build::select_local_variants(kernel("stable-abi = \"2.12\"\n"), tc, {}, [](const std::string&) {});
+  auto refused = usecase::select_local_variants(kernel("stable-abi = \"2.12\"\n"), tc, {}, [](const std::string&) {});
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code, ExitCode::toolchain);
   EXPECT_NE(refused.error().message.find("Torch 2.11.0 is less than the stable ABI version 2.12"), std::string::npos)
@@ -61,8 +61,8 @@ TEST(LocalVariants, ATvmFfiKernelNeedsNoTorchAndSkipsBackendsWithoutComponents) 
   no_torch.cuda = toolchain::CudaToolkit{};
   no_torch.cuda->version = util::Version({13, 0, 88});
   std::vector<std::string> warnings;
-  auto builds =
-      build::select_local_variants(*outcome.config, no_torch, {}, [&](const std::string& w) { warnings.push_back(w); });
+  auto builds = usecase::select_local_variants(*outcome.config, no_torch, {},
+                                               [&](const std::string& w) { warnings.push_back(w); });
   ASSERT_TRUE(builds) << builds.error().message;
   ASSERT_EQ(builds->size(), 1u);
   EXPECT_EQ(builds->front().variant.name(), "tvm-ffi01-cpu-x86_64-linux");

@@ -6,10 +6,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "kbuild/build/matrix_session.hpp"
 #include "kbuild/toolchain/archive.hpp"
 #include "kbuild/toolchain/lock.hpp"
 #include "kbuild/toolchain/provision.hpp"
+#include "kbuild/usecase/matrix_session.hpp"
 #include "kbuild/util/hash.hpp"
 #include "support/fakes.hpp"
 #include "support/mem_fs.hpp"
@@ -395,7 +395,7 @@ TEST(Provision, TheMatrixLockPinsItsCutlassArchiveDropsUnusedPinsAndUpdateKeepsT
   entry.torch = entry.variant.torch;
   entry.cuda = entry.variant.cuda;
   Provisioner provisioner(launcher, real, options, lock, [](const std::string&) {});
-  auto pinned = kbuild::build::pin_matrix_toolchains({entry}, {"cutlass_4_0"}, provisioner, lock);
+  auto pinned = kbuild::usecase::pin_matrix_toolchains({entry}, {"cutlass_4_0"}, provisioner, lock);
   ASSERT_TRUE(pinned) << pinned.error().message;
   std::vector<std::string> names;
   for (const auto& [name, artifacts] : lock.toolchains) names.push_back(name);
@@ -404,7 +404,7 @@ TEST(Provision, TheMatrixLockPinsItsCutlassArchiveDropsUnusedPinsAndUpdateKeepsT
   EXPECT_TRUE(launcher.ran.empty());
 
   // --update re-resolves everything a newer patch release can replace, and keeps the archive pin.
-  LockFile kept = kbuild::build::pins_kept_by_update(lock);
+  LockFile kept = kbuild::usecase::pins_kept_by_update(lock);
   ASSERT_EQ(kept.toolchains.size(), 1u);
   EXPECT_EQ(kept.toolchains.at("cutlass-4.0"), lock.toolchains.at("cutlass-4.0"));
   fs::remove_all(dir);

@@ -1,11 +1,11 @@
-// `kbuild test` (build/test_variants.hpp) through fakes: which Python serves each variant, the test
+// `kbuild test` (usecase/test_variants.hpp) through fakes: which Python serves each variant, the test
 // environments it creates (and reuses), what the tests are told, and how results are read.
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include "kbuild/build/test_variants.hpp"
 #include "kbuild/toolchain/lock.hpp"
+#include "kbuild/usecase/test_variants.hpp"
 #include "kbuild/util/hash.hpp"
 #include "kbuild/util/strings.hpp"
 #include "support/fakes.hpp"
@@ -30,8 +30,8 @@ struct TestVariantsFixture : ::testing::Test {
   util::MapEnvironment env{{{"KBUILD_CACHE", "/cache"}}};
   util::ManualClock clock;
   std::vector<std::string> info;
-  build::TestServices services{fs,     launcher, env, clock, [this](const std::string& line) { info.push_back(line); },
-                               nullptr};
+  usecase::TestServices services{
+      fs, launcher, env, clock, [this](const std::string& line) { info.push_back(line); }, nullptr};
   std::vector<std::map<std::string, std::string>> pytest_envs;  // the environment of each pytest run
   int pytest_exit = 0;
 
@@ -67,8 +67,8 @@ struct TestVariantsFixture : ::testing::Test {
       return std::nullopt;
     };
   }
-  build::TestRequest request() const {
-    build::TestRequest r;
+  usecase::TestRequest request() const {
+    usecase::TestRequest r;
     r.kernel_dir = "/k";
     r.create_env = true;
     return r;
@@ -83,30 +83,30 @@ struct TestVariantsFixture : ::testing::Test {
 }  // namespace
 
 TEST(TestVariants, JunitCountsAreSummedOverSuites) {
-  auto counts = build::parse_junit_counts(junit(10, 2, 3) + junit(5, 0, 1));
+  auto counts = usecase::parse_junit_counts(junit(10, 2, 3) + junit(5, 0, 1));
   EXPECT_EQ(counts.tests, 15);
   EXPECT_EQ(counts.failures, 2);
   EXPECT_EQ(counts.skipped, 4);
-  EXPECT_EQ(build::parse_junit_counts("not xml").tests, 0);
+  EXPECT_EQ(usecase::parse_junit_counts("not xml").tests, 0);
 }
 
 TEST_F(TestVariantsFixture, EachVariantRunsWithItsOwnTorch) {
-  auto results = build::test_variants(request(), services);
+  auto results = usecase::test_variants(request(), services);
   ASSERT_TRUE(results) << results.error().message;
   ASSERT_EQ(results->size(), 3u);
   const auto& cpu211 = (*results)[0];
   const auto& cu132 = (*results)[1];
   const auto& cpu215 = (*results)[2];
   EXPECT_EQ(cpu211.variant, k_cpu211);
-  EXPECT_EQ(cpu211.status, build::VariantTestResult::Status::passed);
+  EXPECT_EQ(cpu211.status, usecase::VariantTestResult::Status::passed);
   EXPECT_EQ(cpu211.python, "python3");  // the --python interpreter has Torch 2.11
   EXPECT_EQ(cpu211.tests, 10);
   EXPECT_EQ(cpu211.skipped, 3);
   // Torch 2.11 here is built for CUDA 13.0: the CUDA 13.2 variant cannot be loaded by it.
-  EXPECT_EQ(cu132.status, build::VariantTestResult::Status::not_tested);
+  EXPECT_EQ(cu132.status, usecase::VariantTestResult::Status::not_tested);
   EXPECT_EQ(cu132.reason, "Torch 2.11.0+cu130 here is built for CUDA 13.0; the variant needs one built for CUDA 13.2");
   // Torch 2.15 comes from a test environment with the version pinned in kbuild.lock.
-  EXPECT_EQ(cpu215.status, build::VariantTestResult::Status::passed);
+  EXPECT_EQ(cpu215.status, usecase::VariantTestResult::Status::passed);
   EXPECT_TRUE(cpu215.python.string().starts_with("/cache/test-envs/torch-2.15.0-py3.11-")) << cpu215.python;
   EXPECT_EQ(cpu215.torch, "2.15.0+cu132");
   EXPECT_EQ(ran_containing("python3 -m venv /cache/test-envs/."), 1u);
@@ -131,7 +131,7 @@ TEST_F(TestVariantsFixture, EachVariantRunsWithItsOwnTorch) {
 
   // The environment is kept: a second run creates nothing.
   launcher.ran.clear();
-  auto again = build::test_variants(request(), services);
+  auto again = usecase::test_variants(request(), services);
   ASSERT_TRUE(again);
   EXPECT_EQ(ran_containing(" -m venv "), 0u);
   EXPECT_EQ(ran_containing(" -m pip "), 0u);
@@ -141,18 +141,18 @@ TEST_F(TestVariantsFixture, FailuresAreResultsAndBadRequestsAreErrors) {
   auto only = request();
   only.variants = {k_cpu211};
   pytest_exit = 1;
-  auto failed = build::test_variants(only, services);
+  auto failed = usecase::test_variants(only, services);
   ASSERT_TRUE(failed);
   ASSERT_EQ(failed->size(), 1u);
-  EXPECT_EQ(failed->front().status, build::VariantTestResult::Status::failed);
+  EXPECT_EQ(failed->front().status, usecase::VariantTestResult::Status::failed);
   EXPECT_EQ(failed->front().failures, 2);
   EXPECT_NE(failed->front().output.find("FAILED tests/test_relu.py::test"), std::string::npos);
   pytest_exit = 5;
-  EXPECT_EQ(build::test_variants(only, services)->front().reason, "pytest collected no tests");
+  EXPECT_EQ(usecase::test_variants(only, services)->front().reason, "pytest collected no tests");
 
   auto unknown = request();
   unknown.variants = {"torch299-cxx11-cpu-x86_64-linux"};
-  auto refused = build::test_variants(unknown, services);
+  auto refused = usecase::test_variants(unknown, services);
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code, ExitCode::usage);
   EXPECT_NE(refused.error().hint.find(k_cpu211), std::string::npos);
@@ -164,7 +164,7 @@ TEST_F(TestVariantsFixture, FailuresAreResultsAndBadRequestsAreErrors) {
     if (argv.size() > 2 && argv[2] == "pip") return util::ProcessResult{1, "", "No matching distribution"};
     return inner(argv, options);
   };
-  auto pip_failed = build::test_variants(request(), services);
+  auto pip_failed = usecase::test_variants(request(), services);
   ASSERT_FALSE(pip_failed);
   EXPECT_EQ(pip_failed.error().code, ExitCode::toolchain);
   EXPECT_NE(pip_failed.error().message.find("No matching distribution"), std::string::npos);
@@ -172,7 +172,7 @@ TEST_F(TestVariantsFixture, FailuresAreResultsAndBadRequestsAreErrors) {
   EXPECT_TRUE(!envs || envs->empty());
 
   fs.remove_all("/k/tests");
-  EXPECT_EQ(build::test_variants(request(), services).error().code, ExitCode::usage);
+  EXPECT_EQ(usecase::test_variants(request(), services).error().code, ExitCode::usage);
 }
 
 TEST_F(TestVariantsFixture, ThePinnedWheelKbuildDownloadedIsInstalledWhenItFitsThePython) {
@@ -184,21 +184,21 @@ TEST_F(TestVariantsFixture, ThePinnedWheelKbuildDownloadedIsInstalledWhenItFitsT
   fs.put("/cache/downloads/" + sha + "/" + wheel, "wheel bytes");
   auto only = request();
   only.variants = {k_cpu215};
-  ASSERT_TRUE(build::test_variants(only, services));
+  ASSERT_TRUE(usecase::test_variants(only, services));
   EXPECT_EQ(ran_containing(" -m pip install --disable-pip-version-check /cache/downloads/" + sha + "/" + wheel), 1u);
 
   // A download that no longer matches its pin is not used: pip gets the version instead.
   fs.remove_all("/cache/test-envs");
   fs.put("/cache/downloads/" + sha + "/" + wheel, "tampered");
   launcher.ran.clear();
-  ASSERT_TRUE(build::test_variants(only, services));
+  ASSERT_TRUE(usecase::test_variants(only, services));
   EXPECT_EQ(ran_containing(" -m pip install --disable-pip-version-check torch==2.15.0 "), 1u);
 }
 
 TEST_F(TestVariantsFixture, StagingsOfKilledRunsAreSweptLiveOnesKept) {
   auto only = request();
   only.variants = {k_cpu215};
-  auto first = build::test_variants(only, services);
+  auto first = usecase::test_variants(only, services);
   ASSERT_TRUE(first);
   std::filesystem::path env_dir = first->front().python.parent_path().parent_path();
   fs.remove_all(env_dir);
@@ -206,7 +206,7 @@ TEST_F(TestVariantsFixture, StagingsOfKilledRunsAreSweptLiveOnesKept) {
   std::string live = "/cache/test-envs/." + env_dir.filename().string() + ".tmp" + std::to_string(::getpid()) + "-bb-0";
   fs.put(stale + "/bin/python", "");
   fs.put(live + "/bin/python", "");
-  ASSERT_TRUE(build::test_variants(only, services));
+  ASSERT_TRUE(usecase::test_variants(only, services));
   EXPECT_FALSE(fs.has(stale + "/bin/python"));  // its process is gone
   EXPECT_TRUE(fs.has(live + "/bin/python"));    // another run is creating it right now
 }
@@ -216,20 +216,20 @@ TEST_F(TestVariantsFixture, StableAbiVariantsRunWithTheirOldestTorchOrTheOneAske
   fs.put("/k/build/" + stable + "/metadata.json", "{}");
   auto only = request();
   only.variants = {stable};
-  auto oldest = build::test_variants(only, services);
+  auto oldest = usecase::test_variants(only, services);
   ASSERT_TRUE(oldest) << oldest.error().message;
-  EXPECT_EQ(oldest->front().status, build::VariantTestResult::Status::passed);
+  EXPECT_EQ(oldest->front().status, usecase::VariantTestResult::Status::passed);
   EXPECT_EQ(oldest->front().torch, "2.11.0+cu130");  // the --python Torch is its stable-ABI version
 
   // --torch 2.15: the stable-ABI variant runs there; a torch211 variant cannot be loaded by it.
   only.variants = {stable, k_cpu211};
   only.torch = "2.15";
-  auto newer = build::test_variants(only, services);
+  auto newer = usecase::test_variants(only, services);
   ASSERT_TRUE(newer) << newer.error().message;
   ASSERT_EQ(newer->size(), 2u);
-  EXPECT_EQ((*newer)[0].status, build::VariantTestResult::Status::passed);
+  EXPECT_EQ((*newer)[0].status, usecase::VariantTestResult::Status::passed);
   EXPECT_EQ((*newer)[0].torch, "2.15.0+cu132");
-  EXPECT_EQ((*newer)[1].status, build::VariantTestResult::Status::not_tested);
+  EXPECT_EQ((*newer)[1].status, usecase::VariantTestResult::Status::not_tested);
   EXPECT_EQ((*newer)[1].reason, "the variant is built for Torch 2.11; Torch 2.15.0+cu132 cannot load it");
 
   // A stable-ABI variant newer than the Torch asked for is not tested.
@@ -237,7 +237,7 @@ TEST_F(TestVariantsFixture, StableAbiVariantsRunWithTheirOldestTorchOrTheOneAske
   fs.put("/k/build/" + stable215 + "/metadata.json", "{}");
   only.variants = {stable215};
   only.torch = "2.11";
-  auto older = build::test_variants(only, services);
+  auto older = usecase::test_variants(only, services);
   ASSERT_TRUE(older);
   EXPECT_EQ(older->front().reason, "the variant needs Torch 2.15 or newer; Torch 2.11.0+cu130 cannot load it");
 }
@@ -247,9 +247,9 @@ TEST_F(TestVariantsFixture, TvmFfiVariantsNeedTvmFfiOfTheirSeries) {
   fs.put("/k/build/" + tvm + "/metadata.json", "{}");
   auto only = request();
   only.variants = {tvm};
-  auto missing = build::test_variants(only, services);  // the probe reports no tvm_ffi
+  auto missing = usecase::test_variants(only, services);  // the probe reports no tvm_ffi
   ASSERT_TRUE(missing) << missing.error().message;
-  EXPECT_EQ(missing->front().status, build::VariantTestResult::Status::not_tested);
+  EXPECT_EQ(missing->front().status, usecase::VariantTestResult::Status::not_tested);
   EXPECT_NE(missing->front().reason.find("apache-tvm-ffi is not installed"), std::string::npos)
       << missing->front().reason;
   auto base_probe = launcher.handler;
@@ -260,12 +260,12 @@ TEST_F(TestVariantsFixture, TvmFfiVariantsNeedTvmFfiOfTheirSeries) {
         return util::ProcessResult{0, std::string("2.11.0+cu130 13.0 3.11 ") + version + " 0\n", ""};
       return base_probe(argv, options);
     };
-    auto result = build::test_variants(only, services);
+    auto result = usecase::test_variants(only, services);
     ASSERT_TRUE(result);
     if (std::string(version) == "0.2.0") {
       EXPECT_EQ(result->front().reason, "tvm_ffi 0.2.0 here cannot load a tvm-ffi 0.1 variant");
     } else {
-      EXPECT_EQ(result->front().status, build::VariantTestResult::Status::passed) << result->front().reason;
+      EXPECT_EQ(result->front().status, usecase::VariantTestResult::Status::passed) << result->front().reason;
     }
   }
 }
@@ -275,9 +275,9 @@ TEST_F(TestVariantsFixture, ACudaVariantWithoutAGpuIsNotTested) {
   fs.put("/k/build/" + cu130 + "/metadata.json", "{}");
   auto only = request();
   only.variants = {cu130};
-  auto result = build::test_variants(only, services);  // the probe says torch.cuda.is_available() is False
+  auto result = usecase::test_variants(only, services);  // the probe says torch.cuda.is_available() is False
   ASSERT_TRUE(result) << result.error().message;
-  EXPECT_EQ(result->front().status, build::VariantTestResult::Status::not_tested);
+  EXPECT_EQ(result->front().status, usecase::VariantTestResult::Status::not_tested);
   EXPECT_EQ(result->front().reason, "no GPU here (torch.cuda.is_available() is False): its CUDA kernels cannot run");
   EXPECT_TRUE(pytest_envs.empty());
 }
@@ -286,7 +286,7 @@ TEST_F(TestVariantsFixture, ATestEnvironmentIsCreatedOnlyWhenAskedOrConfirmed) {
   auto only = request();
   only.variants = {k_cpu215};
   only.create_env = false;
-  auto refused = build::test_variants(only, services);  // no terminal to ask on
+  auto refused = usecase::test_variants(only, services);  // no terminal to ask on
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code, ExitCode::toolchain);
   EXPECT_NE(refused.error().hint.find("--create-env"), std::string::npos);
@@ -296,11 +296,11 @@ TEST_F(TestVariantsFixture, ATestEnvironmentIsCreatedOnlyWhenAskedOrConfirmed) {
     asked.push_back(question);
     return false;
   };
-  EXPECT_FALSE(build::test_variants(only, services));
+  EXPECT_FALSE(usecase::test_variants(only, services));
   ASSERT_EQ(asked.size(), 1u);
   EXPECT_NE(asked[0].find("torch==2.15.0"), std::string::npos);
   services.confirm = [](const std::string&) { return true; };
-  ASSERT_TRUE(build::test_variants(only, services));
+  ASSERT_TRUE(usecase::test_variants(only, services));
   EXPECT_EQ(ran_containing(" -m venv "), 1u);
 }
 
@@ -309,7 +309,7 @@ TEST_F(TestVariantsFixture, AVariantOlderThanItsSourcesIsRefused) {
   fs.put("/k/.kbuild/state", "kbuild-state 2\nJ " + k_cpu211 + "/link\nK k\n");
   auto only = request();
   only.variants = {k_cpu211};
-  auto refused = build::test_variants(only, services);
+  auto refused = usecase::test_variants(only, services);
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code, ExitCode::failure);
   EXPECT_NE(refused.error().message.find("its last build did not finish"), std::string::npos)
@@ -317,6 +317,6 @@ TEST_F(TestVariantsFixture, AVariantOlderThanItsSourcesIsRefused) {
   EXPECT_NE(refused.error().hint.find("--allow-stale"), std::string::npos);
   EXPECT_TRUE(pytest_envs.empty());
   only.allow_stale = true;
-  ASSERT_TRUE(build::test_variants(only, services));
+  ASSERT_TRUE(usecase::test_variants(only, services));
   EXPECT_EQ(pytest_envs.size(), 1u);
 }

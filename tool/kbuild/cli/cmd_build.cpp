@@ -4,7 +4,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kbuild/build/build.hpp"
 #include "kbuild/cli/command.hpp"
 #include "kbuild/cli/hub_session.hpp"
 #include "kbuild/config/user_config.hpp"
@@ -12,6 +11,7 @@
 #include "kbuild/hub/curl_transport.hpp"
 #include "kbuild/hub/remote_cache.hpp"
 #include "kbuild/layout/check.hpp"
+#include "kbuild/usecase/build.hpp"
 #include "kbuild/util/strings.hpp"
 
 namespace kbuild::cli {
@@ -52,8 +52,8 @@ Result<ExitCode> run_build(const BuildOptions& options, Services& services) {
   exec::TerminalReporter reporter(
       {options.verbose && !options.json, quiet, options.explain && !options.json, terminal, stdout});
   exec::SubprocessRunner runner;
-  build::BuildServices build_services{services.fs,  services.launcher, runner,         reporter,
-                                      services.env, services.clock,    services.random};
+  usecase::BuildServices build_services{services.fs,  services.launcher, runner,         reporter,
+                                        services.env, services.clock,    services.random};
   KB_TRY_ASSIGN(auto remote_settings, cache::remote_settings(services.env));
   hub::CurlTransport transport;
   build_services.download_url = url_downloader(transport);
@@ -63,7 +63,7 @@ Result<ExitCode> run_build(const BuildOptions& options, Services& services) {
     build_services.remote_cache = &*remote;
     build_services.remote_cache_writable = remote_settings->writable;
   }
-  build::BuildRequest request;
+  usecase::BuildRequest request;
   if (!layout::is_known_manylinux_policy(options.manylinux))
     return fail("unknown --manylinux policy " + options.manylinux, "use manylinux_2_28 or none", ExitCode::usage);
   request.kernel_dir = absolute_dir(options.kernel_dir);
@@ -87,7 +87,7 @@ Result<ExitCode> run_build(const BuildOptions& options, Services& services) {
   KB_TRY_ASSIGN(auto archs, config::choose_cuda_archs(options.cuda_archs, request.matrix ? "all" : "native",
                                                       services.fs, services.env));
   request.cuda_archs = archs.value;
-  KB_TRY_ASSIGN(build::BuildOutcome outcome, build::build(request, build_services));
+  KB_TRY_ASSIGN(usecase::BuildOutcome outcome, usecase::build(request, build_services));
   const auto& summary = outcome.summary;
   if (options.json) {
     nlohmann::ordered_json j = {{"variants", outcome.variants},     {"up_to_date", summary.stale == 0},

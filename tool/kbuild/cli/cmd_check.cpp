@@ -4,11 +4,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kbuild/build/freshness.hpp"
-#include "kbuild/build/kernel_source.hpp"
 #include "kbuild/cli/command.hpp"
 #include "kbuild/layout/check.hpp"
 #include "kbuild/layout/signature.hpp"
+#include "kbuild/usecase/freshness.hpp"
+#include "kbuild/usecase/kernel_source.hpp"
 
 namespace kbuild::cli {
 
@@ -21,7 +21,7 @@ struct CheckOptions {
   bool allow_stale = false;
 };
 
-// Whether each variant is what a build of the current sources would install (build/freshness.hpp):
+// Whether each variant is what a build of the current sources would install (usecase/freshness.hpp):
 // a stale one is an error (a warning with --allow-stale), one built elsewhere a warning. Without a
 // readable build.toml (a downloaded kernel) nothing is compared.
 std::map<std::string, std::vector<layout::CheckIssue>> variant_freshness_issues(
@@ -29,15 +29,15 @@ std::map<std::string, std::vector<layout::CheckIssue>> variant_freshness_issues(
     bool allow_stale) {
   std::map<std::string, std::vector<layout::CheckIssue>> out;
   if (!services.fs.stat(kernel_dir / "build.toml").exists) return out;
-  auto config = build::load_kernel(services.fs, kernel_dir, {});
+  auto config = usecase::load_kernel(services.fs, kernel_dir, {});
   if (!config) return out;
   std::vector<std::string> names;
   for (const auto& variant : variants) names.push_back(variant.filename().string());
-  auto freshness = build::variant_freshness(services.fs, kernel_dir, *config, names);
+  auto freshness = usecase::variant_freshness(services.fs, kernel_dir, *config, names);
   if (!freshness) return out;
   for (const auto& entry : *freshness) {
-    if (entry.state == build::VariantFreshness::State::current) continue;
-    bool stale = entry.state == build::VariantFreshness::State::stale;
+    if (entry.state == usecase::VariantFreshness::State::current) continue;
+    bool stale = entry.state == usecase::VariantFreshness::State::stale;
     layout::CheckIssue issue;
     issue.error = stale && !allow_stale;
     issue.where = entry.variant;

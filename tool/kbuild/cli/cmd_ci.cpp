@@ -2,9 +2,9 @@
 
 #include <fmt/core.h>
 
-#include "kbuild/build/ci_workflow.hpp"
-#include "kbuild/build/kernel_source.hpp"
 #include "kbuild/cli/command.hpp"
+#include "kbuild/usecase/ci_workflow.hpp"
+#include "kbuild/usecase/kernel_source.hpp"
 
 namespace kbuild::cli {
 
@@ -19,8 +19,9 @@ struct CiOptions {
 
 Result<ExitCode> run_ci_github(const CiOptions& options, Services& services) {
   auto kernel_dir = absolute_dir(options.kernel_dir);
-  KB_TRY_ASSIGN(config::KernelConfig config, build::load_kernel(services.fs, kernel_dir, print_diagnostics));
-  KB_TRY_ASSIGN(build::CiWorkflow workflow, build::github_workflow(services.launcher, services.fs, config, kernel_dir));
+  KB_TRY_ASSIGN(config::KernelConfig config, usecase::load_kernel(services.fs, kernel_dir, print_diagnostics));
+  KB_TRY_ASSIGN(usecase::CiWorkflow workflow,
+                usecase::github_workflow(services.launcher, services.fs, config, kernel_dir));
   if (options.to_stdout) {
     fmt::print("{}", workflow.text);
     return ExitCode::ok;

@@ -2,8 +2,8 @@
 
 #include <fmt/core.h>
 
-#include "kbuild/build/clean.hpp"
 #include "kbuild/cli/command.hpp"
+#include "kbuild/usecase/clean.hpp"
 
 namespace kbuild::cli {
 
@@ -17,8 +17,9 @@ struct CleanOptions {
 
 Result<ExitCode> run_clean(const CleanOptions& options, Services& services) {
   auto kernel_dir = absolute_dir(options.kernel_dir);
-  KB_TRY_ASSIGN(auto outcome, build::clean(services.fs, kernel_dir, options.all, options.dry_run,
-                                           [](const std::string& line) { fmt::print(stderr, "kbuild: {}\n", line); }));
+  KB_TRY_ASSIGN(auto outcome,
+                usecase::clean(services.fs, kernel_dir, options.all, options.dry_run,
+                               [](const std::string& line) { fmt::print(stderr, "kbuild: {}\n", line); }));
   for (const auto& path : outcome.removed)
     fmt::print("{} {}\n", options.dry_run ? "would remove" : "removed", path.string());
   if (outcome.removed.empty()) fmt::print("nothing to remove in {}\n", kernel_dir.string());

@@ -4,10 +4,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kbuild/build/kernel_source.hpp"
 #include "kbuild/cli/command.hpp"
 #include "kbuild/config/build_toml.hpp"
 #include "kbuild/plan/cuda_archs.hpp"
+#include "kbuild/usecase/kernel_source.hpp"
 
 namespace kbuild::cli {
 
@@ -58,7 +58,7 @@ Result<ExitCode> run_config(const ConfigOptions& options, Services& services) {
   auto kernel_dir = absolute_dir(options.kernel_dir);
   auto cuda = util::Version::parse(options.cuda);
   if (!cuda) return fail("--cuda " + options.cuda + " is not a version", "", ExitCode::usage);
-  KB_TRY(build::require_kernel_dir(services.fs, kernel_dir));
+  KB_TRY(usecase::require_kernel_dir(services.fs, kernel_dir));
   config::ParseOutcome outcome;
   if (options.syntax_only) {
     KB_TRY_ASSIGN(std::string text, util::read_input_file(services.fs, kernel_dir / "build.toml", 1u << 20));

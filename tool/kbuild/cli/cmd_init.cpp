@@ -1,9 +1,9 @@
-// kbuild init NAME [DIR]: scaffold a kernel project (build/init_project.hpp) that builds and tests as is.
+// kbuild init NAME [DIR]: scaffold a kernel project (usecase/init_project.hpp) that builds and tests as is.
 
 #include <fmt/core.h>
 
-#include "kbuild/build/init_project.hpp"
 #include "kbuild/cli/command.hpp"
+#include "kbuild/usecase/init_project.hpp"
 
 namespace kbuild::cli {
 
@@ -31,7 +31,7 @@ Result<ExitCode> run_init(const InitOptions& given, Services& services) {
   }
   if (options.name.empty())
     return fail("init needs the kernel's name", "kbuild init NAME [DIR], e.g. kbuild init my-relu", ExitCode::usage);
-  build::InitRequest request;
+  usecase::InitRequest request;
   request.name = options.name;
   request.target = absolute_dir(options.dir.empty() ? options.name : options.dir);
   request.repo_id = options.repo_id;
@@ -39,7 +39,7 @@ Result<ExitCode> run_init(const InitOptions& given, Services& services) {
   request.backends = options.backends;
   request.git = !options.no_git;
   request.ci = !options.no_ci;
-  KB_TRY_ASSIGN(build::InitOutcome outcome, build::init_project(request, services.fs, services.launcher));
+  KB_TRY_ASSIGN(usecase::InitOutcome outcome, usecase::init_project(request, services.fs, services.launcher));
   std::string git_note = options.no_git        ? ""
                          : outcome.git_created ? ", a git repository with the files staged"
                                                : " (no git repository: git is not available)";

@@ -6,12 +6,12 @@
 
 #include <chrono>
 
-#include "kbuild/build/freshness.hpp"
-#include "kbuild/build/kernel_source.hpp"
-#include "kbuild/build/matrix_session.hpp"
 #include "kbuild/cli/command.hpp"
 #include "kbuild/cli/hub_session.hpp"
 #include "kbuild/hub/publish.hpp"
+#include "kbuild/usecase/freshness.hpp"
+#include "kbuild/usecase/kernel_source.hpp"
+#include "kbuild/usecase/matrix_session.hpp"
 #include "kbuild/util/log.hpp"
 #include "kbuild/util/strings.hpp"
 
@@ -78,7 +78,7 @@ Result<ExitCode> run_publish(const PublishCliOptions& options, Services& service
   auto kernel_dir = absolute_dir(options.kernel_dir);
   if (options.quiet && options.verbose) return fail("-q and -v contradict each other", "choose one", ExitCode::usage);
   if (options.quiet) util::log::set_level(util::log::Level::warn);  // no retry notices either
-  KB_TRY_ASSIGN(config::KernelConfig config, build::load_kernel(services.fs, kernel_dir, print_diagnostics));
+  KB_TRY_ASSIGN(config::KernelConfig config, usecase::load_kernel(services.fs, kernel_dir, print_diagnostics));
   HubSession hub = open_hub(services, options.endpoint, options.verbose);
 
   hub::PublishOptions publish;
@@ -91,16 +91,16 @@ Result<ExitCode> run_publish(const PublishCliOptions& options, Services& service
   publish.force = options.force;
   publish.has_token = hub.token.has_value();
   for (const auto& dir : options.from) publish.sources.push_back(absolute_dir(dir));
-  KB_TRY_ASSIGN(auto built, build::built_variant_names(services.fs, kernel_dir));
+  KB_TRY_ASSIGN(auto built, usecase::built_variant_names(services.fs, kernel_dir));
   if (options.from.empty() && !options.allow_stale) {
     // Only what a build of these sources made here is uploaded (--from artifacts are judged by
     // their digests and one ops id instead).
-    KB_TRY_ASSIGN(auto freshness, build::variant_freshness(services.fs, kernel_dir, config, built));
+    KB_TRY_ASSIGN(auto freshness, usecase::variant_freshness(services.fs, kernel_dir, config, built));
     for (const auto& entry : freshness)
-      if (entry.state == build::VariantFreshness::State::unknown && !options.json && !options.quiet)
+      if (entry.state == usecase::VariantFreshness::State::unknown && !options.json && !options.quiet)
         fmt::print(stderr, "kbuild: warning: build/{} is not compared with the sources: {}\n", entry.variant,
                    entry.reason);
-    KB_TRY(build::refuse_stale(freshness, "publish", kernel_dir));
+    KB_TRY(usecase::refuse_stale(freshness, "publish", kernel_dir));
   }
   if (!options.allow_partial_archs) {
     std::vector<std::filesystem::path> dirs;
@@ -114,14 +114,14 @@ Result<ExitCode> run_publish(const PublishCliOptions& options, Services& service
           if (entry.is_dir) dirs.push_back(from / entry.name);
       }
     }
-    auto partial = build::partial_cuda_variants(services.fs, config, dirs);
+    auto partial = usecase::partial_cuda_variants(services.fs, config, dirs);
     if (!partial.empty())
       return fail("a release must run on every GPU build.toml declares:\n  " + util::join(partial, "\n  "),
                   "rebuild with --cuda-archs all (kbuild build --matrix does), or pass --allow-partial-archs",
                   ExitCode::failure);
   }
   // What the release lacks is named when the matrix can be read; --require-all needs it.
-  auto matrix = build::matrix_variant_names(services.fs, config, kernel_dir);
+  auto matrix = usecase::matrix_variant_names(services.fs, config, kernel_dir);
   if (!matrix && options.require_all) return fail(matrix.error());
   publish.expected_variants = matrix.value_or(std::vector<std::string>{});
   publish.require_all = options.require_all;

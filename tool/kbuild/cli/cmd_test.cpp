@@ -1,5 +1,5 @@
 // kbuild test [KERNEL_DIR] [--variant NAME]... [--python PY] [--torch X.Y] [--json]: the kernel's tests against each
-// built variant, with the Torch it was built for (build/test_variants.hpp).
+// built variant, with the Torch it was built for (usecase/test_variants.hpp).
 
 #include <fmt/core.h>
 
@@ -11,11 +11,11 @@
 #include <functional>
 #include <iostream>
 
-#include "kbuild/build/kernel_source.hpp"
-#include "kbuild/build/matrix_session.hpp"
-#include "kbuild/build/test_variants.hpp"
 #include "kbuild/cli/command.hpp"
 #include "kbuild/exec/interrupt.hpp"
+#include "kbuild/usecase/kernel_source.hpp"
+#include "kbuild/usecase/matrix_session.hpp"
+#include "kbuild/usecase/test_variants.hpp"
 #include "kbuild/util/log.hpp"
 
 namespace kbuild::cli {
@@ -46,11 +46,11 @@ std::function<bool(const std::string&)> terminal_confirm(bool json) {
   };
 }
 
-void print_json(const std::vector<build::VariantTestResult>& results) {
+void print_json(const std::vector<usecase::VariantTestResult>& results) {
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
   for (const auto& r : results)
     out.push_back({{"variant", r.variant},
-                   {"status", build::to_string(r.status)},
+                   {"status", usecase::to_string(r.status)},
                    {"reason", r.reason},
                    {"torch", r.torch},
                    {"python", r.python.string()},
@@ -62,29 +62,30 @@ void print_json(const std::vector<build::VariantTestResult>& results) {
   fmt::print("{}\n", out.dump(2));
 }
 
-void print_text(const std::vector<build::VariantTestResult>& results) {
+void print_text(const std::vector<usecase::VariantTestResult>& results) {
   for (const auto& r : results) {
-    if (r.status == build::VariantTestResult::Status::not_tested) {
+    if (r.status == usecase::VariantTestResult::Status::not_tested) {
       fmt::print("{}  not tested: {}\n", r.variant, r.reason);
       continue;
     }
     fmt::print("{}  {}  {} tests, {} failed, {} errors, {} skipped  (torch {}, {:.1f} s){}\n", r.variant,
-               build::to_string(r.status), r.tests, r.failures, r.errors, r.skipped, r.torch, r.seconds,
+               usecase::to_string(r.status), r.tests, r.failures, r.errors, r.skipped, r.torch, r.seconds,
                r.reason.empty() ? "" : ": " + r.reason);
-    if (r.status == build::VariantTestResult::Status::failed) fmt::print("{}\n", r.output);
+    if (r.status == usecase::VariantTestResult::Status::failed) fmt::print("{}\n", r.output);
   }
 }
 
 Result<ExitCode> run_test(const TestOptions& options, Services& services) {
   exec::install_interrupt_handlers();  // so that an interrupted environment creation cleans up
-  build::TestRequest request;
+  usecase::TestRequest request;
   request.kernel_dir = absolute_dir(options.kernel_dir);
   request.variants = options.variants;
   if (options.matrix) {
     if (!options.variants.empty())
       return fail("--matrix and --variant contradict each other", "choose one", ExitCode::usage);
-    KB_TRY_ASSIGN(config::KernelConfig config, build::load_kernel(services.fs, request.kernel_dir, print_diagnostics));
-    KB_TRY_ASSIGN(request.variants, build::matrix_variant_names(services.fs, config, request.kernel_dir));
+    KB_TRY_ASSIGN(config::KernelConfig config,
+                  usecase::load_kernel(services.fs, request.kernel_dir, print_diagnostics));
+    KB_TRY_ASSIGN(request.variants, usecase::matrix_variant_names(services.fs, config, request.kernel_dir));
   }
   KB_TRY_ASSIGN(request.python, python_setting(options.python, services));
   if (!options.torch.empty()) {
@@ -98,18 +99,18 @@ Result<ExitCode> run_test(const TestOptions& options, Services& services) {
   request.allow_stale = options.allow_stale;
   request.online = options.online;
   request.create_env = options.create_env;
-  build::TestServices test_services{services.fs,
-                                    services.launcher,
-                                    services.env,
-                                    services.clock,
-                                    [](const std::string& line) { util::log::info("kbuild: " + line); },
-                                    terminal_confirm(options.json)};
-  KB_TRY_ASSIGN(auto results, build::test_variants(request, test_services));
+  usecase::TestServices test_services{services.fs,
+                                      services.launcher,
+                                      services.env,
+                                      services.clock,
+                                      [](const std::string& line) { util::log::info("kbuild: " + line); },
+                                      terminal_confirm(options.json)};
+  KB_TRY_ASSIGN(auto results, usecase::test_variants(request, test_services));
   options.json ? print_json(results) : print_text(results);
   size_t failed = 0, untested = 0;
   for (const auto& r : results) {
-    failed += r.status == build::VariantTestResult::Status::failed;
-    untested += r.status == build::VariantTestResult::Status::not_tested;
+    failed += r.status == usecase::VariantTestResult::Status::failed;
+    untested += r.status == usecase::VariantTestResult::Status::not_tested;
   }
   if (failed > 0)
     return fail(fmt::format("{} of {} variant(s) failed their tests", failed, results.size()),

@@ -4,11 +4,11 @@
 
 #include <deque>
 
-#include "kbuild/build/kernel_source.hpp"
-#include "kbuild/build/matrix_session.hpp"
 #include "kbuild/cli/command.hpp"
 #include "kbuild/cli/hub_session.hpp"
 #include "kbuild/toolchain/probe.hpp"
+#include "kbuild/usecase/kernel_source.hpp"
+#include "kbuild/usecase/matrix_session.hpp"
 
 namespace kbuild::cli {
 
@@ -24,11 +24,11 @@ struct ToolchainsOptions {
 
 Result<ExitCode> run_lock(const ToolchainsOptions& options, Services& services) {
   auto kernel_dir = absolute_dir(options.kernel_dir);
-  KB_TRY_ASSIGN(config::KernelConfig config, build::load_kernel(services.fs, kernel_dir, print_diagnostics));
-  KB_TRY_ASSIGN(build::MatrixSession session,
-                build::open_matrix(services.fs, config, kernel_dir, {}, false, print_diagnostics));
+  KB_TRY_ASSIGN(config::KernelConfig config, usecase::load_kernel(services.fs, kernel_dir, print_diagnostics));
+  KB_TRY_ASSIGN(usecase::MatrixSession session,
+                usecase::open_matrix(services.fs, config, kernel_dir, {}, false, print_diagnostics));
   toolchain::LockFile previous = session.lock;
-  if (options.update) session.lock = build::pins_kept_by_update(session.lock);
+  if (options.update) session.lock = usecase::pins_kept_by_update(session.lock);
   toolchain::ProvisionOptions provision;
   provision.cache = util::CacheLayout::from_environment(services.env);
   KB_TRY_ASSIGN(provision.python, python_setting(options.python, services));
@@ -37,8 +37,8 @@ Result<ExitCode> run_lock(const ToolchainsOptions& options, Services& services) 
   provision.cutlass_mirror_url = toolchain::cutlass_mirror_url(services.env);
   toolchain::Provisioner provisioner(services.launcher, services.fs, provision, session.lock,
                                      [](const std::string& line) { fmt::print("kbuild: {}\n", line); });
-  KB_TRY(build::pin_matrix_toolchains(session.all, build::provided_header_dependencies(config, session.all),
-                                      provisioner, session.lock));
+  KB_TRY(usecase::pin_matrix_toolchains(session.all, usecase::provided_header_dependencies(config, session.all),
+                                        provisioner, session.lock));
   if (session.lock_existed && session.lock == previous) {
     fmt::print("{} is up to date\n", session.lock_path.string());
     return ExitCode::ok;
@@ -52,15 +52,15 @@ Result<ExitCode> run_lock(const ToolchainsOptions& options, Services& services) 
 
 Result<ExitCode> run_fetch(const ToolchainsOptions& options, Services& services) {
   auto kernel_dir = absolute_dir(options.kernel_dir);
-  KB_TRY_ASSIGN(config::KernelConfig config, build::load_kernel(services.fs, kernel_dir, print_diagnostics));
-  KB_TRY_ASSIGN(build::MatrixSession session,
-                build::open_matrix(services.fs, config, kernel_dir, {}, options.locked, print_diagnostics));
+  KB_TRY_ASSIGN(config::KernelConfig config, usecase::load_kernel(services.fs, kernel_dir, print_diagnostics));
+  KB_TRY_ASSIGN(usecase::MatrixSession session,
+                usecase::open_matrix(services.fs, config, kernel_dir, {}, options.locked, print_diagnostics));
   toolchain::ProbeOptions probe;
   KB_TRY_ASSIGN(probe.python, python_setting(options.python, services));
   probe.need_torch = false;
   probe.cuda_home = services.env.get("CUDA_HOME");
   KB_TRY_ASSIGN(toolchain::Toolchain local, toolchain::probe_local_toolchain(services.launcher, services.fs, probe));
-  KB_TRY_ASSIGN(auto user_cuda, build::parse_cuda_toolkits(options.cuda_toolkits));
+  KB_TRY_ASSIGN(auto user_cuda, usecase::parse_cuda_toolkits(options.cuda_toolkits));
   toolchain::ProvisionOptions provision;
   provision.cache = util::CacheLayout::from_environment(services.env);
   provision.python = probe.python;
@@ -74,9 +74,9 @@ Result<ExitCode> run_fetch(const ToolchainsOptions& options, Services& services)
   toolchain::Provisioner provisioner(services.launcher, services.fs, provision, session.lock,
                                      [](const std::string& line) { fmt::print("kbuild: {}\n", line); });
   std::deque<toolchain::Toolchain> storage;
-  auto builds = build::provision_variants(session.all, provisioner, local, storage);
+  auto builds = usecase::provision_variants(session.all, provisioner, local, storage);
   std::optional<toolchain::TvmFfiInstall> tvm_ffi;
-  if (builds && build::needs_tvm_ffi(session.all)) {
+  if (builds && usecase::needs_tvm_ffi(session.all)) {
     auto provided = provisioner.tvm_ffi(toolchain::k_tvm_ffi_series);
     if (!provided)
       builds = fail(provided.error());
@@ -84,7 +84,7 @@ Result<ExitCode> run_fetch(const ToolchainsOptions& options, Services& services)
       tvm_ffi = *provided;
   }
   std::vector<toolchain::HeaderLibrary> headers;
-  for (const auto& dependency : build::provided_header_dependencies(config, session.all)) {
+  for (const auto& dependency : usecase::provided_header_dependencies(config, session.all)) {
     if (!builds) break;
     auto provided = provisioner.header_library(dependency);
     if (!provided)

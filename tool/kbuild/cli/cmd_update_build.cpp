@@ -2,9 +2,9 @@
 
 #include <fmt/core.h>
 
-#include "kbuild/build/kernel_source.hpp"
 #include "kbuild/cli/command.hpp"
 #include "kbuild/config/update_build.hpp"
+#include "kbuild/usecase/kernel_source.hpp"
 
 namespace kbuild::cli {
 
@@ -17,7 +17,7 @@ struct UpdateBuildOptions {
 
 Result<ExitCode> run_update_build(const UpdateBuildOptions& options, Services& services) {
   auto kernel_dir = absolute_dir(options.kernel_dir);
-  KB_TRY(build::require_kernel_dir(services.fs, kernel_dir));
+  KB_TRY(usecase::require_kernel_dir(services.fs, kernel_dir));
   const auto path = kernel_dir / "build.toml";
   KB_TRY_ASSIGN(std::string text, util::read_input_file(services.fs, path, 1u << 20));
   KB_TRY_ASSIGN(auto updated, config::update_build_toml(text, path.string()));

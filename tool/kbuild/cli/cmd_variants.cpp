@@ -4,11 +4,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kbuild/build/kernel_source.hpp"
-#include "kbuild/build/local_variants.hpp"
-#include "kbuild/build/matrix_session.hpp"
 #include "kbuild/cli/command.hpp"
 #include "kbuild/toolchain/probe.hpp"
+#include "kbuild/usecase/kernel_source.hpp"
+#include "kbuild/usecase/local_variants.hpp"
+#include "kbuild/usecase/matrix_session.hpp"
 
 namespace kbuild::cli {
 
@@ -43,9 +43,9 @@ Json variant_json(const config::Variant& v, std::optional<util::Version> torch, 
 Result<std::string> list_matrix(const VariantsOptions& options, const config::KernelConfig& config,
                                 const std::filesystem::path& kernel_dir, Services& services, Json& list,
                                 std::vector<std::string>& left_out) {
-  KB_TRY_ASSIGN(build::MatrixSession session,
-                build::open_matrix(services.fs, config, kernel_dir, options.filter, false, print_diagnostics, true));
-  KB_TRY_ASSIGN(auto user_cuda, build::parse_cuda_toolkits(options.cuda_toolkits));
+  KB_TRY_ASSIGN(usecase::MatrixSession session,
+                usecase::open_matrix(services.fs, config, kernel_dir, options.filter, false, print_diagnostics, true));
+  KB_TRY_ASSIGN(auto user_cuda, usecase::parse_cuda_toolkits(options.cuda_toolkits));
   auto system = toolchain::probe_cuda(services.launcher, services.fs, services.env.get("CUDA_HOME"));
   std::optional<toolchain::CudaToolkit> system_cuda = system ? *system : std::nullopt;
   auto cache = util::CacheLayout::from_environment(services.env);
@@ -55,7 +55,7 @@ Result<std::string> list_matrix(const VariantsOptions& options, const config::Ke
       left_out.push_back(entry.variant.name() + ": " + *reason);
       continue;
     }
-    bool present = build::toolchains_present(entry, session.lock, cache, system_cuda, user_cuda, services.fs);
+    bool present = usecase::toolchains_present(entry, session.lock, cache, system_cuda, user_cuda, services.fs);
     list.push_back(variant_json(entry.variant, entry.torch, entry.cuda, present));
   }
   return session.spec.origin;
@@ -70,8 +70,8 @@ Result<std::string> list_local(const VariantsOptions& options, const config::Ker
   probe.cxx = services.env.get_or("CXX", "g++");
   probe.need_torch = config.framework != config::Framework::tvm_ffi;
   KB_TRY_ASSIGN(toolchain::Toolchain local, toolchain::probe_local_toolchain(services.launcher, services.fs, probe));
-  KB_TRY_ASSIGN(auto variants, build::select_local_variants(config, local, {},
-                                                            [&](const std::string& why) { left_out.push_back(why); }));
+  KB_TRY_ASSIGN(auto variants, usecase::select_local_variants(
+                                   config, local, {}, [&](const std::string& why) { left_out.push_back(why); }));
   for (const auto& build : variants) {
     if (auto reason = plan::unbuildable_reason(config, build.variant.backend)) {
       left_out.push_back(build.variant.name() + ": " + *reason);
@@ -90,7 +90,7 @@ Result<ExitCode> run_variants(const VariantsOptions& options, Services& services
                          !options.filter.cuda.empty() || !options.cuda_toolkits.empty()))
     return fail("--python lists a local build; --variant, --torch, --cuda and --cuda-toolkit filter the matrix",
                 "use one or the other", ExitCode::usage);
-  KB_TRY_ASSIGN(config::KernelConfig config, build::load_kernel(services.fs, kernel_dir, print_diagnostics));
+  KB_TRY_ASSIGN(config::KernelConfig config, usecase::load_kernel(services.fs, kernel_dir, print_diagnostics));
   Json list = Json::array();
   std::vector<std::string> left_out;
   KB_TRY_ASSIGN(std::string origin, options.python

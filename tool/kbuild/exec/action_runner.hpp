@@ -1,6 +1,6 @@
 #pragma once
 // Performs a job's in-process work (plan::JobAction): the executor calls it for generate and
-// install jobs. The build use case implements it (build/actions.hpp); tests record the calls.
+// install jobs. The build use case implements it (usecase/actions.hpp); tests record the calls.
 
 #include "kbuild/plan/graph.hpp"
 #include "kbuild/util/result.hpp"

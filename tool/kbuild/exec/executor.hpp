@@ -8,7 +8,7 @@
 // dependencies is stale. Everything is decided before the first job starts, so "[n/m]" counts only
 // jobs that will run, and a no-op build does nothing but stat files. A stale job loses its record
 // until it succeeds again, so the saved state never vouches for an output a failed or interrupted
-// build did not remake (build/freshness.hpp reads it).
+// build did not remake (usecase/freshness.hpp reads it).
 //
 // Outputs: a command writes job.temp_output; on success it is renamed to outputs[0]; on failure or
 // interrupt it is deleted. In-process jobs (generate, install) go to the ActionRunner, which writes

@@ -161,7 +161,7 @@ struct Unit {
 // The install job of a variant (compiled or noarch), after `deps` (the link, for compiled ones).
 // Its inputs include the source manifest (PlanRequest::source_manifest), so that its record in the
 // build state tells `kbuild check`, `test` and `publish` which sources the variant was built from
-// (build/freshness.hpp).
+// (usecase/freshness.hpp).
 Job install_job(const std::string& name, const layout::InstallSpec& spec, const std::optional<fs::path>& sources,
                 std::vector<size_t> deps) {
   Job install;

@@ -40,7 +40,7 @@ struct PlanRequest {
   std::string unique_id;
   /// Files under torch-ext/<python_name>/, relative to it, sorted.
   std::vector<std::string> package_files;
-  /// .kbuild/sources (build::SourceManifest): an input of every install job, rewritten only when the
+  /// .kbuild/sources (usecase::SourceManifest): an input of every install job, rewritten only when the
   /// sources change, so that an install's record tells which sources its variant was built from.
   std::optional<fs::path> source_manifest;
   std::vector<VariantBuild> variants;

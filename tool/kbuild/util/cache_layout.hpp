@@ -8,7 +8,7 @@
 //   <root>/manifests/<k2>/<key>              manifests, counters and temporary files
 //   <root>/test-envs/<name>/                 Python environments of `kbuild test`, one per Torch
 //                                            version, Python version and test requirements
-//                                            (build/test_variants.hpp); complete when .complete exists
+//                                            (usecase/test_variants.hpp); complete when .complete exists
 //   <root>/stats, <root>/tmp/
 //
 // <root> is $KBUILD_CACHE, else $XDG_CACHE_HOME/kbuild, else ~/.cache/kbuild.

@@ -14,7 +14,7 @@ namespace kbuild::util {
 struct GitState {
   std::string commit;  ///< HEAD, 40 hex
   std::string tree;    ///< tree id of the kernel directory at HEAD
-  bool dirty = false;  ///< tracked files under the kernel directory changed (untracked files ignored)
+  bool dirty = false;  ///< tracked files under the kernel directory changed (untracked files and build/ ignored)
 };
 
 /// nullopt when `dir` is not inside a git work tree, git is missing, or HEAD has no commit yet.

@@ -20,7 +20,7 @@
 #include "kbuild/util/fs.hpp"
 #include "kbuild/util/result.hpp"
 
-namespace kbuild::build {
+namespace kbuild::usecase {
 
 struct MatrixSession {
   std::filesystem::path kernel_dir;
@@ -77,4 +77,4 @@ bool toolchains_present(const plan::MatrixEntry& entry, const toolchain::LockFil
                         const std::optional<toolchain::CudaToolkit>& system,
                         const std::map<std::string, std::filesystem::path>& user_cuda, const util::FileSystem& fs);
 
-}  // namespace kbuild::build
+}  // namespace kbuild::usecase

@@ -1,4 +1,4 @@
-#include "kbuild/build/matrix_session.hpp"
+#include "kbuild/usecase/matrix_session.hpp"
 
 #include <algorithm>
 #include <map>
@@ -7,7 +7,7 @@
 #include "kbuild/config/diagnostic.hpp"
 #include "kbuild/util/hash.hpp"
 
-namespace kbuild::build {
+namespace kbuild::usecase {
 
 Result<MatrixSession> open_matrix(const util::FileSystem& fs, const config::KernelConfig& config,
                                   const std::filesystem::path& kernel_dir, const plan::MatrixFilter& filter,
@@ -188,4 +188,4 @@ bool toolchains_present(const plan::MatrixEntry& entry, const toolchain::LockFil
   return cuda && toolchain::toolchain_complete(fs, toolchain::cuda_toolchain_dir(cache, *cuda));
 }
 
-}  // namespace kbuild::build
+}  // namespace kbuild::usecase

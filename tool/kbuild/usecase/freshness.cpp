@@ -1,16 +1,16 @@
-#include "kbuild/build/freshness.hpp"
+#include "kbuild/usecase/freshness.hpp"
 
 #include <algorithm>
 #include <set>
 
-#include "kbuild/build/kernel_source.hpp"
 #include "kbuild/config/variant.hpp"
 #include "kbuild/exec/build_state.hpp"
 #include "kbuild/layout/metadata.hpp"
 #include "kbuild/plan/planner.hpp"
+#include "kbuild/usecase/kernel_source.hpp"
 #include "kbuild/util/strings.hpp"
 
-namespace kbuild::build {
+namespace kbuild::usecase {
 
 namespace {
 
@@ -133,4 +133,4 @@ Result<void> refuse_stale(const std::vector<VariantFreshness>& freshness, const 
               ExitCode::failure);
 }
 
-}  // namespace kbuild::build
+}  // namespace kbuild::usecase

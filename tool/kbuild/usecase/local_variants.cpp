@@ -1,4 +1,4 @@
-#include "kbuild/build/local_variants.hpp"
+#include "kbuild/usecase/local_variants.hpp"
 
 #include <fmt/core.h>
 
@@ -6,7 +6,7 @@
 
 #include "kbuild/util/strings.hpp"
 
-namespace kbuild::build {
+namespace kbuild::usecase {
 
 namespace {
 
@@ -118,4 +118,4 @@ Result<std::vector<plan::VariantBuild>> select_local_variants(const config::Kern
   return builds;
 }
 
-}  // namespace kbuild::build
+}  // namespace kbuild::usecase

@@ -3,8 +3,8 @@
 // options in, build/<variant>/ and a summary (as data) out.
 //
 //   1. load build.toml (diagnostics to the request's sink; exit 2 on errors, nothing written);
-//   2. the variants: the local toolchain's (build/local_variants.hpp), or the matrix's with pinned
-//      toolchains provisioned from kbuild.lock (build/matrix_session.hpp);
+//   2. the variants: the local toolchain's (usecase/local_variants.hpp), or the matrix's with pinned
+//      toolchains provisioned from kbuild.lock (usecase/matrix_session.hpp);
 //   3. the identity (ops id) and the job graph (plan/planner.hpp);
 //   4. the executor runs what is stale, with the compile cache, and records the state;
 //   5. failures and interrupts become errors (exit 1 and 130); success is a BuildOutcome.
@@ -28,7 +28,7 @@
 #include "kbuild/util/result.hpp"
 #include "kbuild/util/system.hpp"
 
-namespace kbuild::build {
+namespace kbuild::usecase {
 
 /// The side effects a build has, as seams (fakes in tests/support for unit tests).
 struct BuildServices {
@@ -88,4 +88,4 @@ Result<std::unique_ptr<util::FileLock>> lock_kernel_dir(util::FileSystem& fs, co
                                                         bool wait,
                                                         const std::function<void(const std::string&)>& waiting);
 
-}  // namespace kbuild::build
+}  // namespace kbuild::usecase

@@ -1,4 +1,4 @@
-#include "kbuild/build/build.hpp"
+#include "kbuild/usecase/build.hpp"
 
 #include <fmt/core.h>
 
@@ -10,11 +10,6 @@
 #include <deque>
 #include <set>
 
-#include "kbuild/build/actions.hpp"
-#include "kbuild/build/kernel_source.hpp"
-#include "kbuild/build/local_variants.hpp"
-#include "kbuild/build/matrix_session.hpp"
-#include "kbuild/build/ops_check.hpp"
 #include "kbuild/cache/compile_cache.hpp"
 #include "kbuild/cache/usage.hpp"
 #include "kbuild/exec/build_state.hpp"
@@ -23,11 +18,16 @@
 #include "kbuild/toolchain/gpu.hpp"
 #include "kbuild/toolchain/probe.hpp"
 #include "kbuild/toolchain/stdcxx_compat.hpp"
+#include "kbuild/usecase/actions.hpp"
+#include "kbuild/usecase/kernel_source.hpp"
+#include "kbuild/usecase/local_variants.hpp"
+#include "kbuild/usecase/matrix_session.hpp"
+#include "kbuild/usecase/ops_check.hpp"
 #include "kbuild/util/cache_layout.hpp"
 #include "kbuild/util/log.hpp"
 #include "kbuild/util/strings.hpp"
 
-namespace kbuild::build {
+namespace kbuild::usecase {
 
 namespace {
 
@@ -402,4 +402,4 @@ Result<BuildOutcome> build(const BuildRequest& request, BuildServices& services)
   return outcome;
 }
 
-}  // namespace kbuild::build
+}  // namespace kbuild::usecase

@@ -22,7 +22,7 @@
 // tested only with a Torch built for its CUDA version (PyPI has one CUDA build per Torch release) on
 // a machine with a GPU; others are reported "not tested" with the reason, never "passed".
 //
-// Before anything runs, every selected variant must be current (build/freshness.hpp): a variant
+// Before anything runs, every selected variant must be current (usecase/freshness.hpp): a variant
 // older than its sources is refused (exit code 1) unless `allow_stale`.
 
 #include <filesystem>
@@ -35,7 +35,7 @@
 #include "kbuild/util/result.hpp"
 #include "kbuild/util/system.hpp"
 
-namespace kbuild::build {
+namespace kbuild::usecase {
 
 struct TestRequest {
   std::filesystem::path kernel_dir;   ///< absolute
@@ -45,7 +45,7 @@ struct TestRequest {
   /// e.g. a stable-ABI variant with a newer Torch than its minimum. Empty: each variant's own Torch.
   std::string torch;
   bool pip_progress = false;  ///< let pip draw its output (a terminal)
-  bool allow_stale = false;   ///< test variants older than their sources too (build/freshness.hpp)
+  bool allow_stale = false;   ///< test variants older than their sources too (usecase/freshness.hpp)
   bool online = false;        ///< leave HF_HUB_OFFLINE unset in the test runs
   bool create_env = false;    ///< create missing test environments without asking
 };
@@ -85,4 +85,4 @@ TestCounts parse_junit_counts(const std::string& xml);
 /// an unknown variant; a failing variant is a result).
 Result<std::vector<VariantTestResult>> test_variants(const TestRequest& request, TestServices& services);
 
-}  // namespace kbuild::build
+}  // namespace kbuild::usecase

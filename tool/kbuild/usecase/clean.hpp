@@ -12,7 +12,7 @@
 #include "kbuild/util/fs.hpp"
 #include "kbuild/util/result.hpp"
 
-namespace kbuild::build {
+namespace kbuild::usecase {
 
 struct CleanOutcome {
   std::vector<std::filesystem::path> removed;  ///< (or, with dry_run, what would be)
@@ -21,4 +21,4 @@ struct CleanOutcome {
 Result<CleanOutcome> clean(util::FileSystem& fs, const std::filesystem::path& kernel_dir, bool all, bool dry_run,
                            const std::function<void(const std::string&)>& waiting);
 
-}  // namespace kbuild::build
+}  // namespace kbuild::usecase

@@ -1,8 +1,8 @@
-#include "kbuild/build/actions.hpp"
+#include "kbuild/usecase/actions.hpp"
 
 #include "kbuild/layout/install.hpp"
 
-namespace kbuild::build {
+namespace kbuild::usecase {
 
 Result<void> LayoutActions::run(const plan::Job& job) {
   if (const auto* write = std::get_if<plan::WriteFiles>(&job.action)) {
@@ -14,4 +14,4 @@ Result<void> LayoutActions::run(const plan::Job& job) {
   return fail("internal error: job " + job.id + " has no in-process action");
 }
 
-}  // namespace kbuild::build
+}  // namespace kbuild::usecase

@@ -13,7 +13,7 @@
 #include "kbuild/util/process.hpp"
 #include "kbuild/util/result.hpp"
 
-namespace kbuild::build {
+namespace kbuild::usecase {
 
 struct InitRequest {
   std::string name;              ///< the kernel name (general.name)
@@ -34,4 +34,4 @@ struct InitOutcome {
 /// writes the project.
 Result<InitOutcome> init_project(const InitRequest& request, util::FileSystem& fs, util::ProcessLauncher& launcher);
 
-}  // namespace kbuild::build
+}  // namespace kbuild::usecase

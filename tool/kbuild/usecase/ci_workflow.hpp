@@ -11,7 +11,7 @@
 #include "kbuild/util/process.hpp"
 #include "kbuild/util/result.hpp"
 
-namespace kbuild::build {
+namespace kbuild::usecase {
 
 struct CiWorkflow {
   std::filesystem::path path;  ///< <repository root>/.github/workflows/kbuild-<name>.yml
@@ -28,4 +28,4 @@ Result<CiWorkflow> github_workflow(util::ProcessLauncher& launcher, const util::
 Result<CiWorkflow> render_github_workflow(const config::KernelConfig& config, const std::filesystem::path& repo_root,
                                           const std::string& kernel_rel);
 
-}  // namespace kbuild::build
+}  // namespace kbuild::usecase

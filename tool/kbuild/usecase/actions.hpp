@@ -4,7 +4,7 @@
 #include "kbuild/exec/action_runner.hpp"
 #include "kbuild/util/fs.hpp"
 
-namespace kbuild::build {
+namespace kbuild::usecase {
 
 class LayoutActions final : public exec::ActionRunner {
  public:
@@ -15,4 +15,4 @@ class LayoutActions final : public exec::ActionRunner {
   util::FileSystem& m_fs;
 };
 
-}  // namespace kbuild::build
+}  // namespace kbuild::usecase

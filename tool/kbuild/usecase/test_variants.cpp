@@ -1,21 +1,21 @@
-#include "kbuild/build/test_variants.hpp"
+#include "kbuild/usecase/test_variants.hpp"
 
 #include <algorithm>
 #include <map>
 #include <optional>
 #include <regex>
 
-#include "kbuild/build/freshness.hpp"
-#include "kbuild/build/kernel_source.hpp"
 #include "kbuild/cache/usage.hpp"
 #include "kbuild/config/variant.hpp"
 #include "kbuild/exec/interrupt.hpp"
 #include "kbuild/toolchain/lock.hpp"
+#include "kbuild/usecase/freshness.hpp"
+#include "kbuild/usecase/kernel_source.hpp"
 #include "kbuild/util/cache_layout.hpp"
 #include "kbuild/util/hash.hpp"
 #include "kbuild/util/strings.hpp"
 
-namespace kbuild::build {
+namespace kbuild::usecase {
 
 namespace fs = std::filesystem;
 
@@ -401,4 +401,4 @@ Result<std::vector<VariantTestResult>> test_variants(const TestRequest& request,
   return results;
 }
 
-}  // namespace kbuild::build
+}  // namespace kbuild::usecase

@@ -1,9 +1,9 @@
-#include "kbuild/build/ci_workflow.hpp"
+#include "kbuild/usecase/ci_workflow.hpp"
 
 #include "kbuild/layout/templates.hpp"
 #include "kbuild/util/strings.hpp"
 
-namespace kbuild::build {
+namespace kbuild::usecase {
 
 Result<CiWorkflow> render_github_workflow(const config::KernelConfig& config, const std::filesystem::path& repo_root,
                                           const std::string& kernel_rel) {
@@ -37,4 +37,4 @@ Result<CiWorkflow> github_workflow(util::ProcessLauncher& launcher, const util::
   return render_github_workflow(config, root, rel);
 }
 
-}  // namespace kbuild::build
+}  // namespace kbuild::usecase

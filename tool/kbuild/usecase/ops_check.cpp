@@ -1,13 +1,13 @@
-#include "kbuild/build/ops_check.hpp"
+#include "kbuild/usecase/ops_check.hpp"
 
 #include <algorithm>
 
-#include "kbuild/build/kernel_source.hpp"
 #include "kbuild/layout/templates.hpp"
+#include "kbuild/usecase/kernel_source.hpp"
 #include "kbuild/util/hash.hpp"
 #include "kbuild/util/strings.hpp"
 
-namespace kbuild::build {
+namespace kbuild::usecase {
 
 Result<std::vector<std::string>> python_sources(const util::FileSystem& fs, const std::filesystem::path& kernel_dir) {
   KB_TRY_ASSIGN(std::vector<std::string> files, kernel_source_files(fs, kernel_dir));
@@ -63,4 +63,4 @@ Result<std::string> check_registration_prefix(util::ProcessLauncher& launcher, c
   return stamp;
 }
 
-}  // namespace kbuild::build
+}  // namespace kbuild::usecase

@@ -1,17 +1,17 @@
-#include "kbuild/build/init_project.hpp"
+#include "kbuild/usecase/init_project.hpp"
 
 #include <algorithm>
 #include <map>
 #include <regex>
 
-#include "kbuild/build/ci_workflow.hpp"
-#include "kbuild/build/kernel_source.hpp"
 #include "kbuild/config/build_toml.hpp"
 #include "kbuild/config/model.hpp"
 #include "kbuild/layout/templates.hpp"
+#include "kbuild/usecase/ci_workflow.hpp"
+#include "kbuild/usecase/kernel_source.hpp"
 #include "kbuild/util/strings.hpp"
 
-namespace kbuild::build {
+namespace kbuild::usecase {
 
 namespace {
 
@@ -134,4 +134,4 @@ Result<InitOutcome> init_project(const InitRequest& request, util::FileSystem& f
   return outcome;
 }
 
-}  // namespace kbuild::build
+}  // namespace kbuild::usecase

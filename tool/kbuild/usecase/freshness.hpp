@@ -3,7 +3,7 @@
 // `test` and `publish` refuse a stale variant rather than vouch for the .so of an older build.
 //
 // Read from the build state (.kbuild/state, exec/build_state.hpp) and the manifest of the last
-// build's sources (.kbuild/sources, build/kernel_source.hpp), without planning or running anything:
+// build's sources (.kbuild/sources, usecase/kernel_source.hpp), without planning or running anything:
 // the variant's install job has a record only when the last build that touched the variant finished
 // it (the executor drops the record of every job it finds stale); the build inputs now (build.toml,
 // sources, include directories, the Python package) must be those of the manifest (an edit, a new
@@ -19,7 +19,7 @@
 #include "kbuild/util/fs.hpp"
 #include "kbuild/util/result.hpp"
 
-namespace kbuild::build {
+namespace kbuild::usecase {
 
 struct VariantFreshness {
   enum class State {
@@ -53,4 +53,4 @@ std::vector<std::string> partial_cuda_variants(const util::FileSystem& fs, const
 Result<std::vector<std::string>> built_variant_names(const util::FileSystem& fs,
                                                      const std::filesystem::path& kernel_dir);
 
-}  // namespace kbuild::build
+}  // namespace kbuild::usecase

@@ -1,10 +1,10 @@
-#include "kbuild/build/clean.hpp"
+#include "kbuild/usecase/clean.hpp"
 
 #include <algorithm>
 
-#include "kbuild/build/build.hpp"
+#include "kbuild/usecase/build.hpp"
 
-namespace kbuild::build {
+namespace kbuild::usecase {
 
 Result<CleanOutcome> clean(util::FileSystem& fs, const std::filesystem::path& kernel_dir, bool all, bool dry_run,
                            const std::function<void(const std::string&)>& waiting) {
@@ -31,4 +31,4 @@ Result<CleanOutcome> clean(util::FileSystem& fs, const std::filesystem::path& ke
   return outcome;
 }
 
-}  // namespace kbuild::build
+}  // namespace kbuild::usecase

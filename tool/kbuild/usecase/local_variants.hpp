@@ -14,7 +14,7 @@
 #include "kbuild/toolchain/toolchain.hpp"
 #include "kbuild/util/result.hpp"
 
-namespace kbuild::build {
+namespace kbuild::usecase {
 
 /// `wanted`: the --backend names (empty: every buildable backend). `warn` hears about backends
 /// that are skipped.
@@ -23,4 +23,4 @@ Result<std::vector<plan::VariantBuild>> select_local_variants(const config::Kern
                                                               const std::vector<std::string>& wanted,
                                                               const std::function<void(const std::string&)>& warn);
 
-}  // namespace kbuild::build
+}  // namespace kbuild::usecase

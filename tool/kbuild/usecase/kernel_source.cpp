@@ -1,4 +1,4 @@
-#include "kbuild/build/kernel_source.hpp"
+#include "kbuild/usecase/kernel_source.hpp"
 
 #include <algorithm>
 #include <map>
@@ -8,7 +8,7 @@
 #include "kbuild/util/hash.hpp"
 #include "kbuild/util/strings.hpp"
 
-namespace kbuild::build {
+namespace kbuild::usecase {
 
 Result<void> require_kernel_dir(const util::FileSystem& fs, const std::filesystem::path& kernel_dir) {
   const char* hint = "pass the kernel directory (the one containing build.toml), or create one with `kbuild init`";
@@ -183,4 +183,4 @@ Result<BuildIdentity> build_identity(util::FileSystem& fs, util::ProcessLauncher
   return identity;
 }
 
-}  // namespace kbuild::build
+}  // namespace kbuild::usecase

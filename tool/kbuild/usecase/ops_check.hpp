@@ -13,7 +13,7 @@
 #include "kbuild/util/process.hpp"
 #include "kbuild/util/result.hpp"
 
-namespace kbuild::build {
+namespace kbuild::usecase {
 
 /// The Python files the check reads: every *.py of the kernel directory, relative to it, sorted,
 /// leaving out build/, dot-entries and __pycache__ (kernel-builder checks the whole source tree).
@@ -30,4 +30,4 @@ Result<std::string> check_registration_prefix(util::ProcessLauncher& launcher, c
                                               const std::string& python, const std::filesystem::path& kernel_dir,
                                               const std::filesystem::path& stamp_file);
 
-}  // namespace kbuild::build
+}  // namespace kbuild::usecase

@@ -14,7 +14,7 @@
 #include "kbuild/util/result.hpp"
 #include "kbuild/util/system.hpp"
 
-namespace kbuild::build {
+namespace kbuild::usecase {
 
 /// Error (exit code 2) unless `kernel_dir` is a directory holding a build.toml.
 Result<void> require_kernel_dir(const util::FileSystem& fs, const std::filesystem::path& kernel_dir);
@@ -76,4 +76,4 @@ Result<BuildIdentity> build_identity(util::FileSystem& fs, util::ProcessLauncher
 /// Whether `id` can be part of a Python identifier (letters, digits, '_').
 bool is_valid_unique_id(const std::string& id);
 
-}  // namespace kbuild::build
+}  // namespace kbuild::usecase
