@@ -160,23 +160,46 @@ void write_cutlass_archive(const std::filesystem::path& path, const std::string&
 }
 }  // namespace
 
-TEST(Provision, CutlassSourceArchivesArePinnedOnFirstFetchAndVerifiedAfter) {
-  namespace fs = std::filesystem;
-  fs::path dir = fs::temp_directory_path() / ("kbuild-cutlass-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir / "served");
-  write_cutlass_archive(dir / "served/v4.0.0.zip", "cutlass-4.0.0", 4, 0);
+namespace {
+
+namespace stdfs = std::filesystem;
+
+// CUTLASS source archives served by a fake downloader from a temporary directory ("served/"), each
+// test with caches of its own under it.
+struct CutlassArchiveFixture : ::testing::Test {
+  stdfs::path dir = stdfs::temp_directory_path() / ("kbuild-cutlass-" + std::to_string(::getpid()) + "-" +
+                                                    ::testing::UnitTest::GetInstance()->current_test_info()->name());
   kbuild::util::RealFileSystem real;
   kbuild::fakes::FakeLauncher launcher;  // knows no command: pip must not be asked for source archives
   std::vector<std::string> fetched;
   ProvisionOptions options;
-  options.cache.root = dir / "cache";
-  options.cutlass_mirror_url = "https://mirror.example/cutlass/v{version}.zip";
-  options.download_url = [&](const std::string& url, const fs::path& destination) -> kbuild::Result<void> {
-    fetched.push_back(url);
-    fs::copy_file(dir / "served" / url.substr(url.rfind('/') + 1), destination, fs::copy_options::overwrite_existing);
-    return {};
-  };
+
+  void SetUp() override {
+    stdfs::remove_all(dir);
+    stdfs::create_directories(dir / "served");
+    write_cutlass_archive(dir / "served/v4.0.0.zip", "cutlass-4.0.0", 4, 0);
+    options.cache.root = dir / "cache";
+    options.cutlass_mirror_url = "https://mirror.example/cutlass/v{version}.zip";
+    options.download_url = [this](const std::string& url, const stdfs::path& destination) -> kbuild::Result<void> {
+      fetched.push_back(url);
+      stdfs::copy_file(dir / "served" / url.substr(url.rfind('/') + 1), destination,
+                       stdfs::copy_options::overwrite_existing);
+      return {};
+    };
+  }
+  void TearDown() override { stdfs::remove_all(dir); }
+  kbuild::Result<kbuild::toolchain::HeaderLibrary> library(LockFile& lock, const std::string& dependency,
+                                                           const std::string& cache) {
+    options.cache.root = dir / cache;
+    return Provisioner(launcher, real, options, lock, [](const std::string&) {}).header_library(dependency);
+  }
+};
+
+const std::string k_version_h_4_0 = "#define CUTLASS_MAJOR 4\n#define CUTLASS_MINOR 0\n#define CUTLASS_PATCH 0\n";
+
+}  // namespace
+
+TEST_F(CutlassArchiveFixture, PinnedByTheFirstDownloadAndFetchedFromThePinOrAMirrorAfter) {
   std::vector<std::string> progress;
   LockFile lock;
   {
@@ -187,9 +210,9 @@ TEST(Provision, CutlassSourceArchivesArePinnedOnFirstFetchAndVerifiedAfter) {
     EXPECT_EQ(library->version, "4.0.0");
     EXPECT_EQ(library->origin, "archive:https://mirror.example/cutlass/v4.0.0.zip");
     ASSERT_EQ(library->include_dirs.size(), 2u);
-    EXPECT_TRUE(fs::exists(library->include_dirs[0] / "cutlass/cutlass.h"));
-    EXPECT_TRUE(fs::exists(library->include_dirs[1] / "cutlass/util/device_memory.h"));
-    EXPECT_FALSE(fs::exists(library->root / "examples"));
+    EXPECT_TRUE(stdfs::exists(library->include_dirs[0] / "cutlass/cutlass.h"));
+    EXPECT_TRUE(stdfs::exists(library->include_dirs[1] / "cutlass/util/device_memory.h"));
+    EXPECT_FALSE(stdfs::exists(library->root / "examples"));
     EXPECT_TRUE(launcher.ran.empty());
   }
   ASSERT_TRUE(lock.find("cutlass-4.0"));
@@ -201,163 +224,146 @@ TEST(Provision, CutlassSourceArchivesArePinnedOnFirstFetchAndVerifiedAfter) {
   EXPECT_EQ(fetched.size(), 1u);  // the pinning download is the one used
   EXPECT_TRUE(std::any_of(progress.begin(), progress.end(),
                           [&](const std::string& line) { return line.find(pinned.sha256) != std::string::npos; }));
-
   // Another machine (empty cache) without the mirror: the pin's own URL is fetched and verified.
-  options.cache.root = dir / "cache-pinned-url";
   options.cutlass_mirror_url.clear();
-  {
-    Provisioner provisioner(launcher, real, options, lock, [](const std::string&) {});
-    ASSERT_TRUE(provisioner.header_library("cutlass_4_0"));
-    ASSERT_EQ(fetched.size(), 2u);
-    EXPECT_EQ(fetched.back(), "https://mirror.example/cutlass/v4.0.0.zip");
-  }
+  ASSERT_TRUE(library(lock, "cutlass_4_0", "cache-pinned-url"));
+  ASSERT_EQ(fetched.size(), 2u);
+  EXPECT_EQ(fetched.back(), "https://mirror.example/cutlass/v4.0.0.zip");
   // With another mirror set, the pinned archive comes from that mirror, still checked against the pin.
-  options.cache.root = dir / "cache-other-mirror";
   options.cutlass_mirror_url = "https://other.example/c/v{version}.zip";
-  {
-    Provisioner provisioner(launcher, real, options, lock, [](const std::string&) {});
-    auto mirrored = provisioner.header_library("cutlass_4_0");
-    ASSERT_TRUE(mirrored);
-    ASSERT_EQ(fetched.size(), 3u);
-    EXPECT_EQ(fetched.back(), "https://other.example/c/v4.0.0.zip");
-    EXPECT_EQ(mirrored->origin, "archive:https://other.example/c/v4.0.0.zip");
-    EXPECT_FALSE(provisioner.lock_changed());
-  }
+  LockFile before = lock;
+  auto mirrored = library(lock, "cutlass_4_0", "cache-other-mirror");
+  ASSERT_TRUE(mirrored);
+  ASSERT_EQ(fetched.size(), 3u);
+  EXPECT_EQ(fetched.back(), "https://other.example/c/v4.0.0.zip");
+  EXPECT_EQ(mirrored->origin, "archive:https://other.example/c/v4.0.0.zip");
+  EXPECT_TRUE(lock == before);
+}
+
+TEST_F(CutlassArchiveFixture, AnArchiveThatDiffersFromThePinIsRefused) {
+  LockFile lock;
+  ASSERT_TRUE(library(lock, "cutlass_4_0", "cache"));
   // Another machine (empty cache), --locked: the archive now served differs from the pin.
-  options.cache.root = dir / "cache2";
   options.locked = true;
   write_zip(dir / "served/v4.0.0.zip", {{"cutlass-4.0.0/include/cutlass/cutlass.h", "// tampered\n"}});
-  {
-    Provisioner provisioner(launcher, real, options, lock, [](const std::string&) {});
-    auto refused = provisioner.header_library("cutlass_4_0");
-    ASSERT_FALSE(refused);
-    EXPECT_NE(refused.error().message.find("sha256 mismatch for cutlass-4.0.0.zip"), std::string::npos)
-        << refused.error().message;
-    EXPECT_NE(refused.error().hint.find("the download from https://other.example/c/v4.0.0.zip"), std::string::npos)
-        << refused.error().hint;
-    EXPECT_NE(refused.error().hint.find("remove the \"cutlass-4.0\" entry from kbuild.lock"), std::string::npos);
-    EXPECT_FALSE(fs::exists(options.cache.toolchains()));
-  }
+  auto refused = library(lock, "cutlass_4_0", "cache2");
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("sha256 mismatch for cutlass-4.0.0.zip"), std::string::npos)
+      << refused.error().message;
+  EXPECT_NE(refused.error().hint.find("the download from https://mirror.example/cutlass/v4.0.0.zip"), std::string::npos)
+      << refused.error().hint;
+  EXPECT_NE(refused.error().hint.find("remove the \"cutlass-4.0\" entry from kbuild.lock"), std::string::npos);
+  EXPECT_FALSE(stdfs::exists(options.cache.toolchains()));
+}
+
+TEST_F(CutlassArchiveFixture, AnotherReleaseOrNoHeadersIsRefusedBeforeAnythingIsPinned) {
   // A mirror that serves another release under the asked-for name is caught by cutlass/version.h
   // before anything is pinned; so is another patch release of the same X.Y.
-  options.locked = false;
   struct Served {
     int major, minor, patch;
     std::string claimed;
   };
   for (const Served& served : {Served{3, 9, 0, "3.9.0"}, Served{4, 0, 1, "4.0.1"}}) {
     LockFile fresh;
-    options.cache.root = dir / "cache3";
     write_cutlass_archive(dir / "served/v4.0.0.zip", "cutlass-" + served.claimed, served.major, served.minor,
                           served.patch);
-    Provisioner provisioner(launcher, real, options, fresh, [](const std::string&) {});
-    auto wrong = provisioner.header_library("cutlass_4_0");
+    auto wrong = library(fresh, "cutlass_4_0", "cache3");
     ASSERT_FALSE(wrong);
     EXPECT_NE(wrong.error().message.find("holds CUTLASS " + served.claimed + ", not CUTLASS 4.0.0 (cutlass_4_0)"),
               std::string::npos)
         << wrong.error().message;
     EXPECT_NE(wrong.error().hint.find("KBUILD_CUTLASS_URL"), std::string::npos);
     EXPECT_FALSE(fresh.find("cutlass-4.0"));
-    EXPECT_FALSE(provisioner.lock_changed());
   }
   // The right release but no headers: refused before anything is pinned.
-  write_zip(dir / "served/v4.0.0.zip",
-            {{"cutlass-4.0.0/include/cutlass/version.h",
-              "#define CUTLASS_MAJOR 4\n#define CUTLASS_MINOR 0\n#define CUTLASS_PATCH 0\n"}});
-  {
-    LockFile fresh;
-    options.cache.root = dir / "cache5";
-    Provisioner provisioner(launcher, real, options, fresh, [](const std::string&) {});
-    auto headerless = provisioner.header_library("cutlass_4_0");
-    ASSERT_FALSE(headerless);
-    EXPECT_NE(headerless.error().message.find("has no include/cutlass/cutlass.h"), std::string::npos)
-        << headerless.error().message;
-    EXPECT_FALSE(fresh.find("cutlass-4.0"));
-    EXPECT_FALSE(provisioner.lock_changed());
-  }
-  // A pin already in the lock whose archive turns out headerless is reported and kept (it is the
-  // lock's to change, with the hint), not silently dropped.
-  {
-    LockFile fresh;
-    options.cache.root = dir / "cache6";
-    write_cutlass_archive(dir / "served/v4.0.0.zip", "cutlass-4.0.0", 4, 0);
-    Provisioner provisioner(launcher, real, options, fresh, [](const std::string&) {});
-    ASSERT_TRUE(provisioner.artifacts("cutlass", *kbuild::util::Version::parse("4.0")));
-    LockedArtifact pin = fresh.find("cutlass-4.0")->front();
-    // The cached download is replaced by a headerless archive with the pinned name and sha256.
-    fs::path cached = options.cache.downloads() / pin.sha256 / pin.file;
-    write_zip(cached, {{"cutlass-4.0.0/include/cutlass/version.h",
-                        "#define CUTLASS_MAJOR 4\n#define CUTLASS_MINOR 0\n#define CUTLASS_PATCH 0\n"}});
-    auto broken = provisioner.header_library("cutlass_4_0");
-    ASSERT_FALSE(broken);
-    EXPECT_NE(broken.error().message.find("has no include/cutlass/cutlass.h"), std::string::npos)
-        << broken.error().message;
-    EXPECT_TRUE(fresh.find("cutlass-4.0"));  // pinned before this call: kept
-  }
+  write_zip(dir / "served/v4.0.0.zip", {{"cutlass-4.0.0/include/cutlass/version.h", k_version_h_4_0}});
+  LockFile fresh;
+  auto headerless = library(fresh, "cutlass_4_0", "cache5");
+  ASSERT_FALSE(headerless);
+  EXPECT_NE(headerless.error().message.find("has no include/cutlass/cutlass.h"), std::string::npos)
+      << headerless.error().message;
+  EXPECT_FALSE(fresh.find("cutlass-4.0"));
+}
+
+TEST_F(CutlassArchiveFixture, APinWhoseArchiveTurnsOutHeaderlessIsReportedAndKept) {
+  // It is the lock's to change, with the hint; not silently dropped.
+  LockFile fresh;
+  options.cache.root = dir / "cache6";
+  Provisioner provisioner(launcher, real, options, fresh, [](const std::string&) {});
+  ASSERT_TRUE(provisioner.artifacts("cutlass", *kbuild::util::Version::parse("4.0")));
+  LockedArtifact pin = fresh.find("cutlass-4.0")->front();
+  // The cached download is replaced by a headerless archive with the pinned name and sha256.
+  write_zip(options.cache.downloads() / pin.sha256 / pin.file,
+            {{"cutlass-4.0.0/include/cutlass/version.h", k_version_h_4_0}});
+  auto broken = provisioner.header_library("cutlass_4_0");
+  ASSERT_FALSE(broken);
+  EXPECT_NE(broken.error().message.find("has no include/cutlass/cutlass.h"), std::string::npos)
+      << broken.error().message;
+  EXPECT_TRUE(fresh.find("cutlass-4.0"));  // pinned before this call: kept
+}
+
+TEST_F(CutlassArchiveFixture, Cutlass2ReleasesGetTheVersionHeaderTheirCMakeInstallWouldMake) {
   // CUTLASS 2.x archives have no include/cutlass/version.h: the release is CMakeLists.txt's and the
   // header is configured from cmake/version.h.in, as CUTLASS's CMake install does.
-  {
-    write_zip(dir / "served/v2.10.0.zip",
-              {{"cutlass-2.10.0/CMakeLists.txt",
-                "cmake_minimum_required(VERSION 3.12.4)\n"
-                "project(CUTLASS VERSION 2.10.0 LANGUAGES CXX)\n"},
-               {"cutlass-2.10.0/cmake/version.h.in",
-                "#define CUTLASS_MAJOR @CUTLASS_VERSION_MAJOR@\n#define CUTLASS_MINOR @CUTLASS_VERSION_MINOR@\n"
-                "#define CUTLASS_PATCH @CUTLASS_VERSION_PATCH@\n#define CUTLASS_BUILD @CUTLASS_VERSION_BUILD@\n"
-                "const char* v = \"@CUTLASS_VERSION@\";\n"},
-               {"cutlass-2.10.0/include/cutlass/cutlass.h", "#pragma once\n"},
-               {"cutlass-2.10.0/tools/profiler/src/options.cu", "// not a header\n"}});
-    LockFile fresh;
-    options.cache.root = dir / "cache7";
-    Provisioner provisioner(launcher, real, options, fresh, [](const std::string&) {});
-    auto old_release = provisioner.header_library("cutlass_2_10");
-    ASSERT_TRUE(old_release) << old_release.error().message << "\n" << old_release.error().hint;
-    EXPECT_EQ(fresh.find("cutlass-2.10")->front().version, "2.10.0");
-    std::ifstream configured(old_release->include_dirs[0] / "cutlass/version.h");
-    std::string text((std::istreambuf_iterator<char>(configured)), std::istreambuf_iterator<char>());
-    EXPECT_EQ(text,
-              "#define CUTLASS_MAJOR 2\n#define CUTLASS_MINOR 10\n#define CUTLASS_PATCH 0\n#define CUTLASS_BUILD \n"
-              "const char* v = \"2.10.0\";\n");
-    // A tree an earlier kbuild unpacked without cutlass/version.h, marked complete, is unpacked again.
-    fs::remove(old_release->include_dirs[0] / "cutlass/version.h");
-    ASSERT_TRUE(fs::exists(old_release->root / ".complete"));
-    auto again = provisioner.header_library("cutlass_2_10");
-    ASSERT_TRUE(again) << again.error().message;
-    EXPECT_TRUE(fs::exists(again->include_dirs[0] / "cutlass/version.h"));
-    // Served as another release's tree, it is refused before anything is pinned.
-    write_zip(dir / "served/v2.10.0.zip",
-              {{"cutlass-2.11.0/CMakeLists.txt", "project(CUTLASS VERSION 2.11.0 LANGUAGES CXX)\n"},
-               {"cutlass-2.11.0/include/cutlass/cutlass.h", "#pragma once\n"}});
-    LockFile other;
-    options.cache.root = dir / "cache8";
-    auto wrong = Provisioner(launcher, real, options, other, [](const std::string&) {}).header_library("cutlass_2_10");
-    ASSERT_FALSE(wrong);
-    EXPECT_NE(wrong.error().message.find("holds CUTLASS 2.11.0, not CUTLASS 2.10.0 (cutlass_2_10)"), std::string::npos)
-        << wrong.error().message;
-    EXPECT_TRUE(other.toolchains.empty());
-    // Named by CMakeLists.txt, but with no way to make cutlass/version.h: refused, nothing pinned.
-    write_zip(dir / "served/v2.10.0.zip",
-              {{"cutlass-2.10.0/CMakeLists.txt", "project(CUTLASS VERSION 2.10.0 LANGUAGES CXX)\n"},
-               {"cutlass-2.10.0/include/cutlass/cutlass.h", "#pragma once\n"}});
-    LockFile third;
-    options.cache.root = dir / "cache9";
-    auto no_header =
-        Provisioner(launcher, real, options, third, [](const std::string&) {}).header_library("cutlass_2_10");
-    ASSERT_FALSE(no_header);
-    EXPECT_NE(no_header.error().message.find("has no include/cutlass/version.h (nor cmake/version.h.in)"),
-              std::string::npos)
-        << no_header.error().message;
-    EXPECT_TRUE(third.toolchains.empty());
-  }
-  // Without a downloader (a library user that wired none), a clear error rather than a crash.
+  write_zip(dir / "served/v2.10.0.zip",
+            {{"cutlass-2.10.0/CMakeLists.txt",
+              "cmake_minimum_required(VERSION 3.12.4)\nproject(CUTLASS VERSION 2.10.0 LANGUAGES CXX)\n"},
+             {"cutlass-2.10.0/cmake/version.h.in",
+              "#define CUTLASS_MAJOR @CUTLASS_VERSION_MAJOR@\n#define CUTLASS_MINOR @CUTLASS_VERSION_MINOR@\n"
+              "#define CUTLASS_PATCH @CUTLASS_VERSION_PATCH@\n#define CUTLASS_BUILD @CUTLASS_VERSION_BUILD@\n"
+              "const char* v = \"@CUTLASS_VERSION@\";\n"},
+             {"cutlass-2.10.0/include/cutlass/cutlass.h", "#pragma once\n"},
+             {"cutlass-2.10.0/tools/profiler/src/options.cu", "// not a header\n"}});
+  LockFile fresh;
+  options.cache.root = dir / "cache7";
+  Provisioner provisioner(launcher, real, options, fresh, [](const std::string&) {});
+  auto old_release = provisioner.header_library("cutlass_2_10");
+  ASSERT_TRUE(old_release) << old_release.error().message << "\n" << old_release.error().hint;
+  EXPECT_EQ(fresh.find("cutlass-2.10")->front().version, "2.10.0");
+  std::ifstream configured(old_release->include_dirs[0] / "cutlass/version.h");
+  std::string text((std::istreambuf_iterator<char>(configured)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text,
+            "#define CUTLASS_MAJOR 2\n#define CUTLASS_MINOR 10\n#define CUTLASS_PATCH 0\n#define CUTLASS_BUILD \n"
+            "const char* v = \"2.10.0\";\n");
+  // A tree an earlier kbuild unpacked without cutlass/version.h, marked complete, is unpacked again.
+  stdfs::remove(old_release->include_dirs[0] / "cutlass/version.h");
+  ASSERT_TRUE(stdfs::exists(old_release->root / ".complete"));
+  auto again = provisioner.header_library("cutlass_2_10");
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_TRUE(stdfs::exists(again->include_dirs[0] / "cutlass/version.h"));
+}
+
+TEST_F(CutlassArchiveFixture, Cutlass2ArchivesOfAnotherReleaseOrWithoutAVersionHeaderAreRefused) {
+  // Served as another release's tree, it is refused before anything is pinned.
+  write_zip(dir / "served/v2.10.0.zip",
+            {{"cutlass-2.11.0/CMakeLists.txt", "project(CUTLASS VERSION 2.11.0 LANGUAGES CXX)\n"},
+             {"cutlass-2.11.0/include/cutlass/cutlass.h", "#pragma once\n"}});
+  LockFile other;
+  auto wrong = library(other, "cutlass_2_10", "cache8");
+  ASSERT_FALSE(wrong);
+  EXPECT_NE(wrong.error().message.find("holds CUTLASS 2.11.0, not CUTLASS 2.10.0 (cutlass_2_10)"), std::string::npos)
+      << wrong.error().message;
+  EXPECT_TRUE(other.toolchains.empty());
+  // Named by CMakeLists.txt, but with no way to make cutlass/version.h: refused, nothing pinned.
+  write_zip(dir / "served/v2.10.0.zip",
+            {{"cutlass-2.10.0/CMakeLists.txt", "project(CUTLASS VERSION 2.10.0 LANGUAGES CXX)\n"},
+             {"cutlass-2.10.0/include/cutlass/cutlass.h", "#pragma once\n"}});
+  LockFile third;
+  auto no_header = library(third, "cutlass_2_10", "cache9");
+  ASSERT_FALSE(no_header);
+  EXPECT_NE(no_header.error().message.find("has no include/cutlass/version.h (nor cmake/version.h.in)"),
+            std::string::npos)
+      << no_header.error().message;
+  EXPECT_TRUE(third.toolchains.empty());
+}
+
+TEST_F(CutlassArchiveFixture, WithoutADownloaderTheErrorIsClear) {
+  // A library user that wired no downloader gets a clear error rather than a crash.
   options.download_url = {};
-  options.cache.root = dir / "cache4";
   LockFile empty;
-  Provisioner provisioner(launcher, real, options, empty, [](const std::string&) {});
-  auto none = provisioner.header_library("cutlass_2_10");
+  auto none = library(empty, "cutlass_2_10", "cache4");
   ASSERT_FALSE(none);
   EXPECT_NE(none.error().message.find("no downloader"), std::string::npos);
-  fs::remove_all(dir);
 }
 
 TEST(Provision, TheMatrixLockPinsItsCutlassArchiveDropsUnusedPinsAndUpdateKeepsTheArchive) {

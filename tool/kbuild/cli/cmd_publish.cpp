@@ -91,35 +91,10 @@ Result<ExitCode> run_publish(const PublishCliOptions& options, Services& service
   publish.force = options.force;
   publish.has_token = hub.token.has_value();
   for (const auto& dir : options.from) publish.sources.push_back(absolute_dir(dir));
-  KB_TRY_ASSIGN(auto built, usecase::built_variant_names(services.fs, kernel_dir));
-  if (options.from.empty() && !options.allow_stale) {
-    // Only what a build of these sources made here is uploaded (--from artifacts are judged by
-    // their digests and one ops id instead).
-    KB_TRY_ASSIGN(auto freshness, usecase::variant_freshness(services.fs, kernel_dir, config, built));
-    for (const auto& entry : freshness)
-      if (entry.state == usecase::VariantFreshness::State::unknown && !options.json && !options.quiet)
-        fmt::print(stderr, "kbuild: warning: build/{} is not compared with the sources: {}\n", entry.variant,
-                   entry.reason);
-    KB_TRY(usecase::refuse_stale(freshness, "publish", kernel_dir));
-  }
-  if (!options.allow_partial_archs) {
-    std::vector<std::filesystem::path> dirs;
-    if (options.from.empty())
-      for (const auto& name : built) dirs.push_back(kernel_dir / "build" / name);
-    for (const auto& from : publish.sources) {
-      if (services.fs.stat(from / "metadata.json").exists) {
-        dirs.push_back(from);
-      } else if (auto entries = services.fs.list_dir(from)) {
-        for (const auto& entry : *entries)
-          if (entry.is_dir) dirs.push_back(from / entry.name);
-      }
-    }
-    auto partial = usecase::partial_cuda_variants(services.fs, config, dirs);
-    if (!partial.empty())
-      return fail("a release must run on every GPU build.toml declares:\n  " + util::join(partial, "\n  "),
-                  "rebuild with --cuda-archs all (kbuild build --matrix does), or pass --allow-partial-archs",
-                  ExitCode::failure);
-  }
+  usecase::ReleaseGate gate{options.allow_stale, options.allow_partial_archs, publish.sources};
+  KB_TRY(usecase::check_release(services.fs, kernel_dir, config, gate, [&](const std::string& line) {
+    if (!options.json && !options.quiet) fmt::print(stderr, "kbuild: warning: {}\n", line);
+  }));
   // What the release lacks is named when the matrix can be read; --require-all needs it.
   auto matrix = usecase::matrix_variant_names(services.fs, config, kernel_dir);
   if (!matrix && options.require_all) return fail(matrix.error());

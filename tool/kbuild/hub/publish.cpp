@@ -257,6 +257,33 @@ Result<RepositoryState> prepare_repository(HubClient& client, const PublishTarge
   return state;
 }
 
+// What the release lacks of the matrix. Variants of a local build (the Torch of --python) are often
+// outside the matrix: say so, rather than only that the matrix's are missing.
+std::string missing_note(const PublishTarget& target, const PublishOptions& options) {
+  std::vector<std::string> outside;
+  for (const auto& variant : target.inventory.variants)
+    if (std::find(options.expected_variants.begin(), options.expected_variants.end(), variant) ==
+        options.expected_variants.end())
+      outside.push_back(variant);
+  return std::to_string(target.missing.size()) + " of the matrix's " +
+         std::to_string(options.expected_variants.size()) +
+         " variants are not in this release: " + util::join(target.missing, ", ") +
+         " (--require-all refuses a partial release)" +
+         (outside.empty() ? std::string()
+                          : "; it holds " + util::join(outside, ", ") +
+                                ", which the matrix (kbuild.toml, kbuild variants) does not list: a local build's "
+                                "variants; kbuild build --matrix builds the matrix's");
+}
+
+// The files each branch owns: stale files are deleted inside the published variants only; a new
+// branch also drops every build/ file it inherited from main.
+std::vector<std::string> owned_paths(const PublishTarget& target, bool branch_existed) {
+  std::vector<std::string> owned;
+  if (!branch_existed) owned.push_back("build/");
+  for (const auto& v : target.inventory.variants) owned.push_back("build/" + v + "/");
+  return owned;
+}
+
 }  // namespace
 
 Result<PublishOutcome> publish(HubClient& client, util::FileSystem& fs, const config::KernelConfig& config,
@@ -271,34 +298,14 @@ Result<PublishOutcome> publish(HubClient& client, util::FileSystem& fs, const co
   outcome.variants = target.inventory.variants;
   outcome.missing = target.missing;
   outcome.signed_variants = target.inventory.signed_variants;
-  if (!target.missing.empty() && hooks.info) {
-    // Variants of a local build (the Torch of --python) are often outside the matrix: say so, rather
-    // than only that the matrix's are missing.
-    std::vector<std::string> outside;
-    for (const auto& variant : target.inventory.variants)
-      if (std::find(options.expected_variants.begin(), options.expected_variants.end(), variant) ==
-          options.expected_variants.end())
-        outside.push_back(variant);
-    hooks.info(std::to_string(target.missing.size()) + " of the matrix's " +
-               std::to_string(options.expected_variants.size()) + " variants are not in this release: " +
-               util::join(target.missing, ", ") + " (--require-all refuses a partial release)" +
-               (outside.empty() ? std::string()
-                                : "; it holds " + util::join(outside, ", ") +
-                                      ", which the matrix (kbuild.toml, kbuild variants) does not list: a local "
-                                      "build's variants; kbuild build --matrix builds the matrix's"));
-  }
+  if (!target.missing.empty() && hooks.info) hooks.info(missing_note(target, options));
   outcome.url = client.repo_url(repo) + "/tree/" + branch;
 
   KB_TRY_ASSIGN(std::string card, render_card(fs, config, options.kernel_dir, repo.id, target.inventory.variants));
   LocalFile card_local = describe_bytes(std::move(card), "README.md");
   KB_TRY_ASSIGN(RepositoryState state, prepare_repository(client, target, options));
   Refs& refs = state.refs;
-  const bool branch_existed = state.branch_existed;
-  // Stale files are deleted inside the published variants only; a new branch also drops every
-  // build/ file it inherited from main.
-  std::vector<std::string> owned;
-  if (!branch_existed) owned.push_back("build/");
-  for (const auto& v : target.inventory.variants) owned.push_back("build/" + v + "/");
+  const std::vector<std::string> owned = owned_paths(target, state.branch_existed);
   LfsResume resume = resume_store(fs, options.kernel_dir);
 
   // Up to three attempts: a 412 means the branch moved (a concurrent publish, or a retried commit

@@ -8,69 +8,116 @@
 
 namespace kbuild::plan {
 
-std::vector<MatrixEntry> expand_matrix(const config::KernelConfig& config, const MatrixSpec& spec,
-                                       std::vector<std::string>* notes) {
-  auto note = [&](std::string text) {
-    if (notes) notes->push_back(std::move(text));
-  };
-  auto listed = [&](config::Backend backend) {
-    return std::find(config.general.backends.begin(), config.general.backends.end(), backend) !=
-           config.general.backends.end();
-  };
-  std::vector<MatrixEntry> entries;
-  std::vector<util::Version> torch_versions;
-  for (const auto& torch : spec.torch) {
-    if (config.torch.minver && torch < *config.torch.minver) {
-      note("torch " + torch.str() + ": below torch.minver " + config.torch.minver->str());
-      continue;
+namespace {
+
+// One expansion of the matrix: the Torch versions build.toml allows, the noarch entries, then the
+// arch entries per backend (a stable-ABI backend once per compute, with the newest Torch).
+class MatrixExpander {
+ public:
+  MatrixExpander(const config::KernelConfig& config, const MatrixSpec& spec, std::vector<std::string>* notes)
+      : m_config(config), m_spec(spec), m_notes(notes) {}
+
+  std::vector<MatrixEntry> expand() {
+    select_torch_versions();
+    add_noarch_entries();
+    bool noarch_framework = m_config.framework == config::Framework::torch_noarch;
+    if (!noarch_framework && m_spec.cpu && compiles(config::Backend::cpu))
+      for (const auto& torch : torch_versions_for(config::Backend::cpu))
+        add_arch_entry(config::Backend::cpu, torch, std::nullopt);
+    bool builds_cuda = !noarch_framework && compiles(config::Backend::cuda);
+    for (const auto& cuda : builds_cuda ? m_spec.cuda : std::vector<util::Version>{}) {
+      if (auto reason = cuda_left_out(cuda)) {
+        note("cuda " + cuda.str() + ": " + *reason);
+        continue;
+      }
+      for (const auto& torch : torch_versions_for(config::Backend::cuda))
+        add_arch_entry(config::Backend::cuda, torch, cuda);
     }
-    if (config.torch.maxver && torch > *config.torch.maxver) {
-      note("torch " + torch.str() + ": above torch.maxver " + config.torch.maxver->str());
-      continue;
-    }
-    torch_versions.push_back(torch);
+    std::sort(m_entries.begin(), m_entries.end(),
+              [](const MatrixEntry& a, const MatrixEntry& b) { return a.variant.name() < b.variant.name(); });
+    return m_entries;
   }
-  bool noarch_framework = config.framework == config::Framework::torch_noarch;
-  for (config::Backend backend : config.general.backends) {
-    bool has_components = !config.components_for(backend).empty();
-    if (config.framework == config::Framework::tvm_ffi && !has_components) {
-      note(config::to_string(backend) + ": the tvm-ffi kernel has no component for this backend");
-      continue;
-    }
-    if (noarch_framework || !has_components) {
-      MatrixEntry entry;
-      entry.variant.kind = Variant::Kind::noarch;
-      entry.variant.backend = backend;
-      entries.push_back(entry);
+
+ private:
+  void note(std::string text) {
+    if (m_notes) m_notes->push_back(std::move(text));
+  }
+
+  bool compiles(config::Backend backend) const {
+    bool listed = std::find(m_config.general.backends.begin(), m_config.general.backends.end(), backend) !=
+                  m_config.general.backends.end();
+    return listed && !m_config.components_for(backend).empty();
+  }
+
+  void select_torch_versions() {
+    for (const auto& torch : m_spec.torch) {
+      if (m_config.torch.minver && torch < *m_config.torch.minver) {
+        note("torch " + torch.str() + ": below torch.minver " + m_config.torch.minver->str());
+        continue;
+      }
+      if (m_config.torch.maxver && torch > *m_config.torch.maxver) {
+        note("torch " + torch.str() + ": above torch.maxver " + m_config.torch.maxver->str());
+        continue;
+      }
+      m_torch.push_back(torch);
+      if (!m_newest || *m_newest < torch) m_newest = torch;
     }
   }
+
+  void add_noarch_entries() {
+    for (config::Backend backend : m_config.general.backends) {
+      bool has_components = !m_config.components_for(backend).empty();
+      if (m_config.framework == config::Framework::tvm_ffi && !has_components) {
+        note(config::to_string(backend) + ": the tvm-ffi kernel has no component for this backend");
+        continue;
+      }
+      if (m_config.framework == config::Framework::torch_noarch || !has_components) {
+        MatrixEntry entry;
+        entry.variant.kind = Variant::Kind::noarch;
+        entry.variant.backend = backend;
+        m_entries.push_back(entry);
+      }
+    }
+  }
+
   // kernel-builder builds a stable-ABI backend once per compute, with the newest Torch of the matrix
   // (nix-builder/lib/build.nix); its CMake refuses a Torch older than the stable-ABI version.
-  std::optional<util::Version> newest;
-  for (const auto& torch : torch_versions)
-    if (!newest || *newest < torch) newest = torch;
-  std::set<config::Backend> noted;
-  const bool tvm_framework = config.framework == config::Framework::tvm_ffi;
-  auto torch_versions_for = [&](config::Backend backend) -> std::vector<util::Version> {
-    if (tvm_framework) return {util::Version()};  // no Torch: one variant per compute
-    auto stable = config.torch.stable_abi.find(backend);
-    if (stable == config.torch.stable_abi.end()) return torch_versions;
-    if (!newest) return {};
-    if (*newest < stable->second) {
-      if (!noted.insert(backend).second) return {};
+  std::vector<util::Version> torch_versions_for(config::Backend backend) {
+    if (m_config.framework == config::Framework::tvm_ffi) return {util::Version()};  // no Torch: one per compute
+    auto stable = m_config.torch.stable_abi.find(backend);
+    if (stable == m_config.torch.stable_abi.end()) return m_torch;
+    if (!m_newest) return {};
+    if (*m_newest < stable->second) {
+      if (!m_noted.insert(backend).second) return {};
       note("torch-stable-abi" + config::flatten_version(stable->second) + " (" + config::to_string(backend) +
-           "): the newest Torch of the matrix, " + newest->str() + ", is less than the stable ABI version " +
+           "): the newest Torch of the matrix, " + m_newest->str() + ", is less than the stable ABI version " +
            stable->second.str() + "; it cannot build with a stable ABI targeting a newer Torch");
       return {};
     }
-    return {*newest};
-  };
-  auto add_arch_entry = [&](config::Backend backend, const util::Version& torch, std::optional<util::Version> cuda) {
+    return {*m_newest};
+  }
+
+  // Why a CUDA version of the matrix builds nothing for this kernel, if it does not.
+  std::optional<std::string> cuda_left_out(const util::Version& cuda) const {
+    const auto& general = m_config.general;
+    if (general.cuda_minver && cuda < util::Version({general.cuda_minver->major(), general.cuda_minver->minor()}))
+      return "below general.cuda.minver " + general.cuda_minver->str();
+    if (general.cuda_maxver && cuda > *general.cuda_maxver)
+      return "above general.cuda.maxver " + general.cuda_maxver->str();
+    for (const auto* component : m_config.components_for(config::Backend::cuda))
+      if (!component->cuda_minver ||
+          !(cuda < util::Version({component->cuda_minver->major(), component->cuda_minver->minor()})))
+        return std::nullopt;
+    return "every CUDA component needs a newer CUDA (cuda-minver)";
+  }
+
+  void add_arch_entry(config::Backend backend, const util::Version& torch, std::optional<util::Version> cuda) {
     MatrixEntry entry;
-    auto stable = config.torch.stable_abi.find(backend);
-    entry.variant.kind = stable == config.torch.stable_abi.end() ? Variant::Kind::torch : Variant::Kind::stable_abi;
-    entry.variant.torch = stable == config.torch.stable_abi.end() ? torch : stable->second;
-    if (tvm_framework) {
+    auto stable = m_config.torch.stable_abi.find(backend);
+    bool is_stable = stable != m_config.torch.stable_abi.end();
+    entry.variant.kind = is_stable ? Variant::Kind::stable_abi : Variant::Kind::torch;
+    entry.variant.torch = is_stable ? stable->second : torch;
+    if (m_config.framework == config::Framework::tvm_ffi) {
       entry.variant.kind = Variant::Kind::tvm_ffi;
       entry.variant.tvm_ffi = toolchain::k_tvm_ffi_series;
     }
@@ -78,39 +125,23 @@ std::vector<MatrixEntry> expand_matrix(const config::KernelConfig& config, const
     entry.variant.cuda = cuda;
     entry.torch = torch;
     entry.cuda = cuda;
-    entries.push_back(entry);
-  };
-  if (!noarch_framework && spec.cpu && listed(config::Backend::cpu) &&
-      !config.components_for(config::Backend::cpu).empty())
-    for (const auto& torch : torch_versions_for(config::Backend::cpu))
-      add_arch_entry(config::Backend::cpu, torch, std::nullopt);
-  bool builds_cuda =
-      !noarch_framework && listed(config::Backend::cuda) && !config.components_for(config::Backend::cuda).empty();
-  for (const auto& cuda : builds_cuda ? spec.cuda : std::vector<util::Version>{}) {
-    if (config.general.cuda_minver &&
-        cuda < util::Version({config.general.cuda_minver->major(), config.general.cuda_minver->minor()})) {
-      note("cuda " + cuda.str() + ": below general.cuda.minver " + config.general.cuda_minver->str());
-      continue;
-    }
-    if (config.general.cuda_maxver && cuda > *config.general.cuda_maxver) {
-      note("cuda " + cuda.str() + ": above general.cuda.maxver " + config.general.cuda_maxver->str());
-      continue;
-    }
-    bool any_component = false;
-    for (const auto* component : config.components_for(config::Backend::cuda))
-      if (!component->cuda_minver ||
-          !(cuda < util::Version({component->cuda_minver->major(), component->cuda_minver->minor()})))
-        any_component = true;
-    if (!any_component) {
-      note("cuda " + cuda.str() + ": every CUDA component needs a newer CUDA (cuda-minver)");
-      continue;
-    }
-    for (const auto& torch : torch_versions_for(config::Backend::cuda))
-      add_arch_entry(config::Backend::cuda, torch, cuda);
+    m_entries.push_back(entry);
   }
-  std::sort(entries.begin(), entries.end(),
-            [](const MatrixEntry& a, const MatrixEntry& b) { return a.variant.name() < b.variant.name(); });
-  return entries;
+
+  const config::KernelConfig& m_config;
+  const MatrixSpec& m_spec;
+  std::vector<std::string>* m_notes;
+  std::vector<util::Version> m_torch;
+  std::optional<util::Version> m_newest;
+  std::set<config::Backend> m_noted;
+  std::vector<MatrixEntry> m_entries;
+};
+
+}  // namespace
+
+std::vector<MatrixEntry> expand_matrix(const config::KernelConfig& config, const MatrixSpec& spec,
+                                       std::vector<std::string>* notes) {
+  return MatrixExpander(config, spec, notes).expand();
 }
 
 Result<std::vector<MatrixEntry>> filter_matrix(const std::vector<MatrixEntry>& entries, const MatrixFilter& filter) {

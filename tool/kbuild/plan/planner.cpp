@@ -8,6 +8,7 @@
 
 #include "kbuild/layout/install.hpp"
 #include "kbuild/layout/templates.hpp"
+#include "kbuild/plan/compile_flags.hpp"
 #include "kbuild/plan/cuda_archs.hpp"
 #include "kbuild/toolchain/provision.hpp"
 #include "kbuild/util/hash.hpp"
@@ -58,78 +59,9 @@ std::string hash_key(std::initializer_list<std::string_view> fields) {
 
 }  // namespace
 
-std::string torch_target_version_define(const util::Version& stable_abi) {
-  std::uint64_t value = (std::uint64_t{stable_abi.major()} << 56) | (std::uint64_t{stable_abi.minor()} << 48);
-  return fmt::format("-DTORCH_TARGET_VERSION={:#x}", value);
-}
-
 namespace {
 
-// Flags shared by every translation unit of a variant, for g++ (host) and nvcc.
-struct VariantFlags {
-  std::vector<std::string> defines;
-  std::vector<std::string> system_includes;
-  std::vector<std::string> prefix_maps;  // -ffile-prefix-map=... for reproducible objects
-};
-
-// A tvm-ffi variant, as kernel-builder's tvm-ffi CMake builds one: no Torch, no Python; the
-// extension name, the backend's define, and tvm-ffi's headers (which include dlpack).
-VariantFlags tvm_ffi_variant_flags(const PlanRequest& request, const Variant& variant, const toolchain::Toolchain& tc,
-                                   const std::string& ops) {
-  VariantFlags flags;
-  flags.defines = {"-DNDEBUG", "-DTVM_FFI_EXTENSION_NAME=" + ops,
-                   variant.backend == config::Backend::cuda ? "-DCUDA_KERNEL" : "-DCPU_KERNEL"};
-  flags.system_includes.push_back(request.tvm_ffi->include_dir.string());
-  if (variant.backend == config::Backend::cuda && tc.cuda)
-    flags.system_includes.push_back(tc.cuda->include_dir.string());
-  flags.prefix_maps = {"-ffile-prefix-map=" + request.kernel_dir.string() + "/=",
-                       "-ffile-prefix-map=" + request.tvm_ffi->root.string() + "=/tvm-ffi"};
-  if (tc.cuda) flags.prefix_maps.push_back("-ffile-prefix-map=" + tc.cuda->root.string() + "=/cuda");
-  for (const auto& [dependency, library] : request.header_libraries)
-    flags.prefix_maps.push_back("-ffile-prefix-map=" + library.root.string() + "=/" + dependency);
-  return flags;
-}
-
-VariantFlags variant_flags(const PlanRequest& request, const Variant& variant, const toolchain::Toolchain& tc,
-                           const std::string& ops) {
-  if (variant.kind == Variant::Kind::tvm_ffi) return tvm_ffi_variant_flags(request, variant, tc, ops);
-  VariantFlags flags;
-  flags.defines = {"-DNDEBUG", std::string("-D_GLIBCXX_USE_CXX11_ABI=") + (tc.torch.cxx11_abi ? "1" : "0"),
-                   "-DTORCH_EXTENSION_NAME=" + ops, "-DPy_LIMITED_API=0x03090000"};
-  // The interface definitions of Torch's CMake targets, which kernel-builder's compiles inherit.
-  for (const char* define : {"-DUSE_DISTRIBUTED", "-DUSE_C10D_GLOO", "-DUSE_RPC", "-DUSE_TENSORPIPE"})
-    flags.defines.push_back(define);
-  if (variant.backend == config::Backend::cuda) {
-    for (const char* define : {"-DUSE_C10D_NCCL", "-DUSE_NVSHMEM", "-DCUDA_KERNEL", "-DUSE_CUDA=1"})
-      flags.defines.push_back(define);
-  } else {
-    flags.defines.push_back("-DCPU_KERNEL");
-  }
-  if (variant.kind == Variant::Kind::stable_abi) flags.defines.push_back(torch_target_version_define(variant.torch));
-  for (const auto& dir : tc.torch.include_dirs()) flags.system_includes.push_back(dir.string());
-  flags.system_includes.push_back(tc.python.include_dir.string());
-  if (variant.backend == config::Backend::cuda && tc.cuda)
-    flags.system_includes.push_back(tc.cuda->include_dir.string());
-  // Source paths are recorded relative to the kernel, toolchain paths under fixed names, so that
-  // __FILE__ and friends do not depend on where the checkout or the toolchain lives.
-  flags.prefix_maps = {"-ffile-prefix-map=" + request.kernel_dir.string() + "/=",
-                       "-ffile-prefix-map=" + tc.torch.root.string() + "=/torch",
-                       "-ffile-prefix-map=" + tc.python.include_dir.string() + "=/python"};
-  if (tc.cuda) flags.prefix_maps.push_back("-ffile-prefix-map=" + tc.cuda->root.string() + "=/cuda");
-  for (const auto& [dependency, library] : request.header_libraries)
-    flags.prefix_maps.push_back("-ffile-prefix-map=" + library.root.string() + "=/" + dependency);
-  return flags;
-}
-
 std::string object_path_for(const std::string& source) { return "obj/" + source + ".o"; }
-
-// CMAKE_CUDA_FLAGS as Torch's CMake package (share/cmake/Caffe2/public/cuda.cmake) sets them.
-constexpr const char* k_torch_nvcc_flags[] = {
-    "-DONNX_NAMESPACE=onnx_c2", "-Xcudafe",
-    "--diag_suppress=cc_clobber_ignored,--diag_suppress=field_without_dll_interface,"
-    "--diag_suppress=base_class_has_different_dll_interface,--diag_suppress=dll_interface_conflict_none_assumed,"
-    "--diag_suppress=dll_interface_conflict_dllexport_assumed,--diag_suppress=bad_friend_decl",
-    "--expt-relaxed-constexpr", "--expt-extended-lambda"};
 
 }  // namespace
 
@@ -321,7 +253,7 @@ class CompiledVariantPlanner {
     // What every CUDA compile of kernel-builder gets (docs/build-toml.md, "Compiler command lines"):
     // the CUDA flags of Torch's CMake package, then its own -DENABLE_FP8 (CUDA >= 11.8).
     if (!tvm_ffi()) {  // kernel-builder's tvm-ffi builds do not load Torch's CMake package
-      for (const char* flag : k_torch_nvcc_flags) argv.push_back(flag);
+      argv.insert(argv.end(), k_torch_nvcc_flags.begin(), k_torch_nvcc_flags.end());
       argv.push_back("-DENABLE_FP8");
     }
     std::string xcompiler = "-Xcompiler=-fPIC,-fvisibility=hidden,-fno-gnu-unique";

@@ -107,6 +107,48 @@ std::vector<std::string> partial_cuda_variants(const util::FileSystem& fs, const
   return out;
 }
 
+namespace {
+
+// The variant directories a release takes: build/'s, or those of each --from DIR (DIR itself when it
+// is one, else its subdirectories).
+std::vector<fs::path> release_dirs(const util::FileSystem& fs, const fs::path& kernel_dir,
+                                   const std::vector<std::string>& built, const std::vector<fs::path>& from) {
+  std::vector<fs::path> dirs;
+  if (from.empty())
+    for (const auto& name : built) dirs.push_back(kernel_dir / "build" / name);
+  for (const auto& dir : from) {
+    if (fs.stat(dir / "metadata.json").exists) {
+      dirs.push_back(dir);
+    } else if (auto entries = fs.list_dir(dir)) {
+      for (const auto& entry : *entries)
+        if (entry.is_dir) dirs.push_back(dir / entry.name);
+    }
+  }
+  return dirs;
+}
+
+}  // namespace
+
+Result<void> check_release(const util::FileSystem& fs, const fs::path& kernel_dir, const config::KernelConfig& config,
+                           const ReleaseGate& gate, const std::function<void(const std::string&)>& warn) {
+  KB_TRY_ASSIGN(auto built, built_variant_names(fs, kernel_dir));
+  if (gate.from.empty() && !gate.allow_stale) {
+    // --from artifacts are judged by their digests and one ops id instead (hub/inventory.hpp).
+    KB_TRY_ASSIGN(auto freshness, variant_freshness(fs, kernel_dir, config, built));
+    for (const auto& entry : freshness)
+      if (entry.state == VariantFreshness::State::unknown)
+        warn("build/" + entry.variant + " is not compared with the sources: " + entry.reason);
+    KB_TRY(refuse_stale(freshness, "publish", kernel_dir));
+  }
+  if (gate.allow_partial_archs) return {};
+  auto partial = partial_cuda_variants(fs, config, release_dirs(fs, kernel_dir, built, gate.from));
+  if (!partial.empty())
+    return fail("a release must run on every GPU build.toml declares:\n  " + util::join(partial, "\n  "),
+                "rebuild with --cuda-archs all (kbuild build --matrix does), or pass --allow-partial-archs",
+                ExitCode::failure);
+  return {};
+}
+
 Result<std::vector<std::string>> built_variant_names(const util::FileSystem& fs, const fs::path& kernel_dir) {
   std::vector<std::string> names;
   if (!fs.stat(kernel_dir / "build").is_dir) return names;

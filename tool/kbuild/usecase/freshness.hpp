@@ -12,6 +12,7 @@
 // manifest itself, which a later build rewrites when the sources differ).
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,17 @@ Result<void> refuse_stale(const std::vector<VariantFreshness>& freshness, const 
 /// A release must serve every GPU it declares, so publish refuses them unless told otherwise.
 std::vector<std::string> partial_cuda_variants(const util::FileSystem& fs, const config::KernelConfig& config,
                                                const std::vector<std::filesystem::path>& variant_dirs);
+
+/// What `kbuild publish` releases must be: current (unless allow_stale; variants built elsewhere get
+/// a warning) and built for every CUDA capability declared (unless allow_partial_archs).
+struct ReleaseGate {
+  bool allow_stale = false;
+  bool allow_partial_archs = false;
+  std::vector<std::filesystem::path> from;  ///< --from directories (empty: build/, which is judged for freshness)
+};
+Result<void> check_release(const util::FileSystem& fs, const std::filesystem::path& kernel_dir,
+                           const config::KernelConfig& config, const ReleaseGate& gate,
+                           const std::function<void(const std::string&)>& warn);
 
 /// The variant directories in <kernel_dir>/build, by name.
 Result<std::vector<std::string>> built_variant_names(const util::FileSystem& fs,

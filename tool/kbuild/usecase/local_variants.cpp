@@ -34,13 +34,8 @@ Result<void> check_torch_matches_toolkit(const toolchain::Toolchain& tc,
   return {};
 }
 
-}  // namespace
-
-Result<std::vector<plan::VariantBuild>> select_local_variants(const config::KernelConfig& config,
-                                                              const toolchain::Toolchain& tc,
-                                                              const std::vector<std::string>& wanted,
-                                                              const std::function<void(const std::string&)>& warn) {
-  std::vector<plan::VariantBuild> builds;
+// --backend names must be backends of general.backends.
+Result<void> check_wanted_backends(const config::KernelConfig& config, const std::vector<std::string>& wanted) {
   for (const auto& name : wanted) {
     auto backend = config::parse_backend(name);
     bool listed = backend && std::find(config.general.backends.begin(), config.general.backends.end(), *backend) !=
@@ -49,6 +44,43 @@ Result<std::vector<plan::VariantBuild>> select_local_variants(const config::Kern
       return fail("--backend " + name + " is not one of the kernel's backends (" + backend_names(config) + ")", "",
                   ExitCode::usage);
   }
+  return {};
+}
+
+// torch.minver/maxver against the local Torch, and a backend's stable-ABI version (which makes the
+// variant a torch-stable-abi one).
+Result<void> apply_torch_bounds(const config::KernelConfig& config, const toolchain::Toolchain& tc,
+                                config::Backend backend, config::Variant& variant) {
+  const util::Version minor({tc.torch.version.major(), tc.torch.version.minor()});
+  if (config.torch.minver && tc.torch.version < *config.torch.minver)
+    return fail(
+        fmt::format("Torch {} is older than torch.minver {}", tc.torch.version.str(), config.torch.minver->str()),
+        "use a newer torch (--python)", ExitCode::toolchain);
+  if (config.torch.maxver && minor > *config.torch.maxver)
+    return fail(
+        fmt::format("Torch {} is newer than torch.maxver {}", tc.torch.version.str(), config.torch.maxver->str()),
+        "use an older torch (--python)", ExitCode::toolchain);
+  auto stable = config.torch.stable_abi.find(backend);
+  if (stable == config.torch.stable_abi.end()) return {};
+  if (minor < stable->second)
+    return fail(fmt::format("Torch {} is less than the stable ABI version {} of the {} backend; it cannot build "
+                            "a stable-ABI variant targeting a newer Torch",
+                            tc.torch.version.str(), stable->second.str(), config::to_string(backend)),
+                "build with a Torch >= " + stable->second.str() + " (--python), or lower torch.stable-abi",
+                ExitCode::toolchain);
+  variant.kind = config::Variant::Kind::stable_abi;
+  variant.torch = stable->second;
+  return {};
+}
+
+}  // namespace
+
+Result<std::vector<plan::VariantBuild>> select_local_variants(const config::KernelConfig& config,
+                                                              const toolchain::Toolchain& tc,
+                                                              const std::vector<std::string>& wanted,
+                                                              const std::function<void(const std::string&)>& warn) {
+  std::vector<plan::VariantBuild> builds;
+  KB_TRY(check_wanted_backends(config, wanted));
   for (config::Backend backend : config.general.backends) {
     std::string name = config::to_string(backend);
     bool requested = std::find(wanted.begin(), wanted.end(), name) != wanted.end();
@@ -91,25 +123,7 @@ Result<std::vector<plan::VariantBuild>> select_local_variants(const config::Kern
       builds.push_back({variant, &tc});
       continue;
     }
-    if (config.torch.minver && tc.torch.version < *config.torch.minver)
-      return fail(
-          fmt::format("Torch {} is older than torch.minver {}", tc.torch.version.str(), config.torch.minver->str()),
-          "use a newer torch (--python)", ExitCode::toolchain);
-    if (config.torch.maxver &&
-        util::Version({tc.torch.version.major(), tc.torch.version.minor()}) > *config.torch.maxver)
-      return fail(
-          fmt::format("Torch {} is newer than torch.maxver {}", tc.torch.version.str(), config.torch.maxver->str()),
-          "use an older torch (--python)", ExitCode::toolchain);
-    if (auto stable = config.torch.stable_abi.find(backend); stable != config.torch.stable_abi.end()) {
-      if (util::Version({tc.torch.version.major(), tc.torch.version.minor()}) < stable->second)
-        return fail(fmt::format("Torch {} is less than the stable ABI version {} of the {} backend; it cannot build "
-                                "a stable-ABI variant targeting a newer Torch",
-                                tc.torch.version.str(), stable->second.str(), name),
-                    "build with a Torch >= " + stable->second.str() + " (--python), or lower torch.stable-abi",
-                    ExitCode::toolchain);
-      variant.kind = config::Variant::Kind::stable_abi;
-      variant.torch = stable->second;
-    }
+    KB_TRY(apply_torch_bounds(config, tc, backend, variant));
     builds.push_back({variant, &tc});
   }
   if (builds.empty())

@@ -1,0 +1,28 @@
+#pragma once
+// The compiler flags a variant's translation units share (defines, system includes, prefix maps),
+// as kernel-builder's CMake gives them (docs/build-toml.md, "Compiler command lines"). Internal to
+// plan/: the planner adds per-unit flags (standard, includes, archs, cxx-flags) around these.
+
+#include <string>
+#include <vector>
+
+#include "kbuild/plan/planner.hpp"
+
+namespace kbuild::plan {
+
+// Flags shared by every translation unit of a variant, for g++ (host) and nvcc.
+struct VariantFlags {
+  std::vector<std::string> defines;
+  std::vector<std::string> system_includes;
+  std::vector<std::string> prefix_maps;  ///< -ffile-prefix-map=... for reproducible objects
+};
+
+/// The shared flags of `variant` built with `tc`, whose ops id is `ops` (TORCH_EXTENSION_NAME, or
+/// TVM_FFI_EXTENSION_NAME for a tvm-ffi variant).
+VariantFlags variant_flags(const PlanRequest& request, const Variant& variant, const toolchain::Toolchain& tc,
+                           const std::string& ops);
+
+/// CMAKE_CUDA_FLAGS as Torch's CMake package (share/cmake/Caffe2/public/cuda.cmake) sets them.
+extern const std::vector<std::string> k_torch_nvcc_flags;
+
+}  // namespace kbuild::plan
