@@ -21,6 +21,7 @@
 
 using namespace kbuild;
 using namespace kbuild::hub;
+using namespace kbuild::net;
 
 TEST(HubToken, ResolutionOrderFollowsHuggingfaceHub) {
   fakes::MemFileSystem fs;

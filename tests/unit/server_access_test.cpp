@@ -10,6 +10,7 @@
 
 using namespace kbuild;
 using namespace kbuild::server;
+using namespace kbuild::net;
 using namespace kbuild::server::test_support;
 
 // ---------------------------------------------------------------------------------------------
@@ -270,7 +271,7 @@ TEST_F(RouterTest, SuspiciousPathsAndEmptyCommitsAreRefused) {
   EXPECT_EQ(call("GET", "/alice/m/resolve/main/a%5Cb", "", "").status, 400);
   EXPECT_EQ(call("GET", "/alice/m/resolve/main/~/b", "", "").status, 400);
   EXPECT_EQ(call("POST", repo + "/paths-info/main", R"({"paths":["a\\b"]})").status, 200);  // a form: one odd key
-  hub::HttpRequest json_paths;
+  net::HttpRequest json_paths;
   json_paths.method = "POST";
   json_paths.url = repo + "/paths-info/main";
   json_paths.body = R"({"paths":["a\\b"]})";

@@ -136,17 +136,17 @@ class RouterTest : public ::testing::Test {
     fs::remove_all(m_root);
   }
 
-  hub::HttpResponse call(const std::string& method, const std::string& target, const std::string& body = "",
+  net::HttpResponse call(const std::string& method, const std::string& target, const std::string& body = "",
                          const std::string& token = k_alice) {
-    hub::HttpRequest request;
+    net::HttpRequest request;
     request.method = method;
     request.url = target;
     request.body = body;
     if (!token.empty()) request.headers.set("Authorization", "Bearer " + token);
     return router->handle(request);
   }
-  static Json json(const hub::HttpResponse& response) { return Json::parse(response.body); }
-  static std::string header(const hub::HttpResponse& response, const std::string& name) {
+  static Json json(const net::HttpResponse& response) { return Json::parse(response.body); }
+  static std::string header(const net::HttpResponse& response, const std::string& name) {
     return response.headers.get(name).value_or("");
   }
   std::string create(const std::string& name, const std::string& type = "model") {
@@ -173,7 +173,7 @@ class RouterTest : public ::testing::Test {
     }
     return all;
   }
-  hub::HttpResponse commit(const std::string& api_repo, const std::string& body, const std::string& revision = "main") {
+  net::HttpResponse commit(const std::string& api_repo, const std::string& body, const std::string& revision = "main") {
     return call("POST", api_repo + "/commit/" + revision, body);
   }
 
@@ -198,7 +198,7 @@ class ServerSecurityTest : public RouterTest {
     auto put = call("PUT", answer["actions"]["upload"]["href"], content, "");
     ASSERT_EQ(put.status, 200) << put.body;
   }
-  hub::HttpResponse verify(const std::string& repo, const std::string& oid, std::size_t size,
+  net::HttpResponse verify(const std::string& repo, const std::string& oid, std::size_t size,
                            const std::string& token) {
     return call("POST", "/" + repo + ".git/info/lfs/objects/verify", Json{{"oid", oid}, {"size", size}}.dump(), token);
   }

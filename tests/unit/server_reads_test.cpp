@@ -11,6 +11,7 @@
 
 using namespace kbuild;
 using namespace kbuild::server;
+using namespace kbuild::net;
 using namespace kbuild::server::test_support;
 
 TEST_F(RouterTest, TreeListingPathsAndPagination) {
@@ -85,7 +86,7 @@ TEST_F(RouterTest, ResolveHeadGetAndRanges) {
   EXPECT_EQ(get.status, 200);
   EXPECT_EQ(get.body, "a,b\n1,2\n");
 
-  hub::HttpRequest ranged;
+  net::HttpRequest ranged;
   ranged.url = "/datasets/alice/m/resolve/main/dir/data.csv";
   ranged.headers.set("Range", "bytes=4-");
   auto partial = router->handle(ranged);
@@ -131,7 +132,7 @@ TEST_F(RouterTest, BodyLimitsAndFileBodies) {
   Config small = *router->config();
   small.limits.max_commit_body = 100;
   Router limited(*store, small, router->options());
-  hub::HttpRequest big;
+  net::HttpRequest big;
   big.method = "POST";
   big.url = "/api/models/alice/m/commit/main";
   big.headers.set("Authorization", "Bearer " + k_alice);
@@ -149,10 +150,10 @@ TEST_F(RouterTest, BodyLimitsAndFileBodies) {
   Router router_single(*store, single, router->options());
   auto own = m_root / "caller-file";
   { std::ofstream(own, std::ios::binary) << "prefix" << content; }
-  hub::HttpRequest put;
+  net::HttpRequest put;
   put.method = "PUT";
   Json batch = {{"operation", "upload"}, {"objects", {{{"oid", oid}, {"size", content.size()}}}}};
-  hub::HttpRequest batch_request;
+  net::HttpRequest batch_request;
   batch_request.method = "POST";
   batch_request.url = "/alice/m.git/info/lfs/objects/batch";
   batch_request.headers.set("Authorization", "Bearer " + k_alice);
@@ -170,7 +171,7 @@ TEST_F(RouterTest, BodyLimitsAndFileBodies) {
   std::string other_oid = util::sha256_hex(other);
   batch["objects"] = {{{"oid", other_oid}, {"size", other.size()}}};
   batch_request.body = batch.dump();
-  hub::HttpRequest spooled;
+  net::HttpRequest spooled;
   spooled.method = "PUT";
   spooled.url = json(router_single.handle(batch_request))["objects"][0]["actions"]["upload"]["href"];
   auto spool = store->temp_path();
@@ -194,7 +195,7 @@ TEST_F(RouterTest, RefNamesThatReadAsSomethingElseAreRefused) {
     auto branch = call("POST", repo + "/branch/" + name, "{}");
     EXPECT_EQ(branch.status, 400) << name;
     EXPECT_EQ(header(branch, "X-Error-Code"), "BadRequest");
-    std::string decoded = *hub::url_decode(name);
+    std::string decoded = *net::url_decode(name);
     EXPECT_EQ(call("POST", repo + "/tag/main", Json{{"tag", decoded}}.dump()).status, 400) << name;
   }
   EXPECT_EQ(call("POST", repo + "/branch/" + std::string(39, 'a'), "{}").status, 200);  // not an id
@@ -239,7 +240,7 @@ TEST_F(RouterTest, JsonBodiesHaveALowerLimitThanCommits) {
   limits.limits.max_commit_body = 1 << 20;
   Router limited(*store, limits, router->options());
   auto send = [&](const std::string& target, const std::string& body) {
-    hub::HttpRequest request;
+    net::HttpRequest request;
     request.method = "POST";
     request.url = target;
     request.body = body;

@@ -10,6 +10,7 @@
 
 using namespace kbuild;
 using namespace kbuild::server;
+using namespace kbuild::net;
 using namespace kbuild::server::test_support;
 
 // ---------------------------------------------------------------------------------------------
@@ -64,7 +65,7 @@ TEST_F(RouterTest, AuthenticationAndAuthorization) {
   EXPECT_FALSE(json(who).contains("user"));
   EXPECT_EQ(call("GET", "/api/whoami-v2", "", "").status, 401);
   // Basic authentication carries the token as password (git-lfs style).
-  hub::HttpRequest basic;
+  net::HttpRequest basic;
   basic.url = "/api/whoami-v2";
   basic.headers.set("Authorization", "Basic " + util::base64_encode("alice:" + k_alice));
   EXPECT_EQ(router->handle(basic).status, 200);
@@ -81,7 +82,7 @@ TEST_F(RouterTest, PrivateReposAreHiddenAndTokenReadMode) {
   Config strict = *router->config();
   strict.read = ReadAccess::token;
   Router reads_need_token(*store, strict, router->options());
-  hub::HttpRequest anonymous;
+  net::HttpRequest anonymous;
   anonymous.url = "/api/models/alice/secret/refs";
   EXPECT_EQ(reads_need_token.handle(anonymous).status, 401);
 }

@@ -16,6 +16,7 @@
 
 using namespace kbuild;
 using namespace kbuild::server;
+using namespace kbuild::net;
 using namespace kbuild::server::test_support;
 
 // ---------------------------------------------------------------------------------------------
@@ -259,13 +260,13 @@ TEST(ServerConfig, TheRouterPicksUpEditsWithoutARestart) {
   options.on_config_error = [&](const std::string& message) { complaints.push_back(message); };
   Router router(**store, *load_config(root), options);
   auto whoami = [&](const std::string& t) {
-    hub::HttpRequest request;
+    net::HttpRequest request;
     request.url = "/api/whoami-v2";
     request.headers.set("Authorization", "Bearer " + t);
     return router.handle(request).status;
   };
   auto trusted = [&] {
-    hub::HttpRequest request;
+    net::HttpRequest request;
     request.url = "/api/organizations/acme/overview";
     return Json::parse(router.handle(request).body).value("trustedKernelPublisher", false);
   };

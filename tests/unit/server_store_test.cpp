@@ -11,6 +11,7 @@
 
 using namespace kbuild;
 using namespace kbuild::server;
+using namespace kbuild::net;
 using namespace kbuild::server::test_support;
 
 // ---------------------------------------------------------------------------------------------

@@ -7,8 +7,8 @@
 
 #include "kbuild/cli/command.hpp"
 #include "kbuild/cli/hub_session.hpp"
-#include "kbuild/hub/names.hpp"
 #include "kbuild/lock/inspect.hpp"
+#include "kbuild/net/names.hpp"
 #include "kbuild/util/strings.hpp"
 
 namespace kbuild::cli {
@@ -29,7 +29,7 @@ struct InspectCliOptions {
 };
 
 Result<void> check_repo_id(const std::string& repo_id) {
-  if (hub::is_valid_repo_id(repo_id)) return {};
+  if (net::is_valid_repo_id(repo_id)) return {};
   return fail("\"" + repo_id + "\" is not a Hub repository id",
               "write it as namespace/name, e.g. kernels-community/relu", ExitCode::usage);
 }

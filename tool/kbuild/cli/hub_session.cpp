@@ -33,7 +33,7 @@ Result<lock::SystemFacts> probe_system_facts(util::ProcessLauncher& launcher, co
   return lock::linux_system_facts(torch, util::current_machine());
 }
 
-toolchain::UrlDownloader url_downloader(hub::HttpTransport& transport) {
+toolchain::UrlDownloader url_downloader(net::HttpTransport& transport) {
   return [&transport](const std::string& url, const std::filesystem::path& destination) -> Result<void> {
     KB_TRY(hub::download_url(transport, url, destination));
     return {};

@@ -33,6 +33,6 @@ Result<lock::SystemFacts> probe_system_facts(util::ProcessLauncher& launcher, co
                                              const std::string& python);
 
 /// Source-archive downloads for toolchain provisioning, over `transport` (which must outlive it).
-toolchain::UrlDownloader url_downloader(hub::HttpTransport& transport);
+toolchain::UrlDownloader url_downloader(net::HttpTransport& transport);
 
 }  // namespace kbuild::cli

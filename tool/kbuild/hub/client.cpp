@@ -31,7 +31,7 @@ namespace {
 std::string strip_query(const std::string& url) { return url.substr(0, url.find('?')); }
 
 // The next page of a paginated listing: Link: <url>; rel="next".
-std::optional<std::string> next_link(const HttpResponse& response) {
+std::optional<std::string> next_link(const net::HttpResponse& response) {
   auto link = response.headers.get("link");
   if (!link) return std::nullopt;
   static const std::regex k_next(R"(<([^>]+)>\s*;\s*rel="?next"?)");
@@ -40,7 +40,7 @@ std::optional<std::string> next_link(const HttpResponse& response) {
   return std::nullopt;
 }
 
-std::string server_message(const HttpResponse& response) {
+std::string server_message(const net::HttpResponse& response) {
   if (auto message = response.headers.get("x-error-message")) return *message;
   try {
     auto j = json::parse(response.body);
@@ -53,7 +53,7 @@ std::string server_message(const HttpResponse& response) {
 
 }  // namespace
 
-HubClient::HubClient(HttpTransport& transport, std::string endpoint, std::optional<Token> token, RetryPolicy retry,
+HubClient::HubClient(net::HttpTransport& transport, std::string endpoint, std::optional<Token> token, RetryPolicy retry,
                      Sleeper sleep, Logger log)
     : m_transport(transport),
       m_endpoint(std::move(endpoint)),
@@ -79,7 +79,8 @@ std::string HubClient::api(const RepoRef& repo) const { return m_endpoint + "/ap
 
 std::string HubClient::repo_url(const RepoRef& repo) const { return m_endpoint + "/" + prefix(repo) + repo.id; }
 
-std::expected<HttpResponse, TransportError> HubClient::send_with_retries(HttpRequest request, bool retry) {
+std::expected<net::HttpResponse, net::TransportError> HubClient::send_with_retries(net::HttpRequest request,
+                                                                                   bool retry) {
   for (int attempt = 0;; ++attempt) {
     auto start = m_clock->now();
     ++m_stats.requests;
@@ -105,14 +106,14 @@ std::expected<HttpResponse, TransportError> HubClient::send_with_retries(HttpReq
   }
 }
 
-Error HubClient::error_for(const HttpResponse& response, const Call& call) const {
+Error HubClient::error_for(const net::HttpResponse& response, const Call& call) const {
   Error error = describe_status(response, call);
   error.kind = ErrorKind::http;
   error.http_status = response.status;
   return error;
 }
 
-Error HubClient::describe_status(const HttpResponse& response, const Call& call) const {
+Error HubClient::describe_status(const net::HttpResponse& response, const Call& call) const {
   std::string detail = redact(server_message(response), m_token);
   std::string code = response.headers.get("x-error-code").value_or("");
   std::string suffix = detail.empty() ? "" : ": " + detail;
@@ -148,8 +149,8 @@ Error HubClient::describe_status(const HttpResponse& response, const Call& call)
   }
 }
 
-std::expected<HttpResponse, Error> HubClient::send(const Call& call, const std::vector<int>& accepted) {
-  HttpRequest request;
+std::expected<net::HttpResponse, Error> HubClient::send(const Call& call, const std::vector<int>& accepted) {
+  net::HttpRequest request;
   request.method = call.method;
   request.url = call.url;
   request.body = call.body;
@@ -208,7 +209,7 @@ Result<bool> HubClient::create_branch(const RepoRef& repo, const std::string& br
   if (from) body["startingPoint"] = *from;
   // Retried like every request; a 409 means it exists (made by us on an attempt whose answer was
   // lost, or by a concurrent publish): both are fine, the caller plans against its head.
-  KB_TRY_ASSIGN(auto response, send({"POST", api(repo) + "/branch/" + url_encode(branch), body.dump(),
+  KB_TRY_ASSIGN(auto response, send({"POST", api(repo) + "/branch/" + net::url_encode(branch), body.dump(),
                                      "application/json", true, true, "create branch " + branch + " of " + repo.id},
                                     {409}));
   return response.status != 409;
@@ -217,7 +218,7 @@ Result<bool> HubClient::create_branch(const RepoRef& repo, const std::string& br
 Result<void> HubClient::create_tag(const RepoRef& repo, const std::string& revision, const std::string& tag) {
   json body = {{"tag", tag}};
   Call call{"POST",
-            api(repo) + "/tag/" + url_encode(revision),
+            api(repo) + "/tag/" + net::url_encode(revision),
             body.dump(),
             "application/json",
             true,
@@ -235,7 +236,7 @@ Result<void> HubClient::create_tag(const RepoRef& repo, const std::string& revis
 Result<void> HubClient::delete_tag(const RepoRef& repo, const std::string& tag) {
   KB_TRY_ASSIGN(
       auto response,
-      send({"DELETE", api(repo) + "/tag/" + url_encode(tag), "", "", true, true, "delete tag " + tag}, {404}));
+      send({"DELETE", api(repo) + "/tag/" + net::url_encode(tag), "", "", true, true, "delete tag " + tag}, {404}));
   (void)response;  // 404: already gone (an earlier attempt was applied)
   return {};
 }
@@ -243,8 +244,9 @@ Result<void> HubClient::delete_tag(const RepoRef& repo, const std::string& tag) 
 Result<std::vector<RemoteFile>> HubClient::list_tree(const RepoRef& repo, const std::string& revision,
                                                      const std::string& path) {
   std::vector<RemoteFile> files;
-  std::optional<std::string> url = api(repo) + "/tree/" + url_encode(revision) +
-                                   (path.empty() ? "" : "/" + url_encode(path, true)) + "?recursive=true&expand=false";
+  std::optional<std::string> url = api(repo) + "/tree/" + net::url_encode(revision) +
+                                   (path.empty() ? "" : "/" + net::url_encode(path, true)) +
+                                   "?recursive=true&expand=false";
   while (url) {
     KB_TRY_ASSIGN(auto response, send({"GET", *url, "", "", true, true, "list the files of " + repo.id}));
     try {
@@ -269,7 +271,7 @@ Result<std::vector<TreeEntry>> HubClient::list_folder(const RepoRef& repo, const
                                                       const std::string& path) {
   std::vector<TreeEntry> entries;
   std::optional<std::string> url =
-      api(repo) + "/tree/" + url_encode(revision) + "/" + url_encode(path, true) + "?expand=false";
+      api(repo) + "/tree/" + net::url_encode(revision) + "/" + net::url_encode(path, true) + "?expand=false";
   while (url) {
     KB_TRY_ASSIGN(auto response, send({"GET", *url, "", "", true, true, "list " + path + " in " + repo.id}, {404}));
     if (response.status == 404) {
@@ -296,7 +298,7 @@ Result<std::vector<TreeEntry>> HubClient::list_folder(const RepoRef& repo, const
 
 Result<std::optional<OrganizationOverview>> HubClient::organization_overview(const std::string& name) {
   Call call{"GET",
-            m_endpoint + "/api/organizations/" + url_encode(name) + "/overview",
+            m_endpoint + "/api/organizations/" + net::url_encode(name) + "/overview",
             "",
             "",
             true,
@@ -318,7 +320,8 @@ Result<std::optional<OrganizationOverview>> HubClient::organization_overview(con
 }
 
 std::string HubClient::resolve_url(const RepoRef& repo, const std::string& revision, const std::string& path) const {
-  return m_endpoint + "/" + prefix(repo) + repo.id + "/resolve/" + url_encode(revision) + "/" + url_encode(path, true);
+  return m_endpoint + "/" + prefix(repo) + repo.id + "/resolve/" + net::url_encode(revision) + "/" +
+         net::url_encode(path, true);
 }
 
 }  // namespace kbuild::hub

@@ -1,5 +1,5 @@
 #pragma once
-// A client for the Hub's HTTP API (see ../shared/spec/hub-api.md) over an HttpTransport: the calls
+// A client for the Hub's HTTP API (see ../shared/spec/hub-api.md) over an net::HttpTransport: the calls
 // publishing needs. Responses other than 2xx become Errors with a specific message and hint for
 // 401, 403, 404, 409 and 412, and exit code 4. Retryable failures (408, 429, 5xx, transport errors)
 // are retried per RetryPolicy. The token is sent as "authorization: Bearer ..." and never appears
@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "kbuild/hub/commit_plan.hpp"
-#include "kbuild/hub/http.hpp"
 #include "kbuild/hub/retry.hpp"
 #include "kbuild/hub/token.hpp"
+#include "kbuild/net/http.hpp"
 #include "kbuild/util/result.hpp"
 #include "kbuild/util/system.hpp"
 
@@ -85,7 +85,7 @@ class HubClient {
   using Sleeper = std::function<void(double seconds)>;
   using Logger = std::function<void(const std::string&)>;
 
-  HubClient(HttpTransport& transport, std::string endpoint, std::optional<Token> token, RetryPolicy retry = {},
+  HubClient(net::HttpTransport& transport, std::string endpoint, std::optional<Token> token, RetryPolicy retry = {},
             Sleeper sleep = {}, Logger log = {});
 
   const std::string& endpoint() const { return m_endpoint; }
@@ -146,11 +146,11 @@ class HubClient {
     bool retry = true;
     std::string what;  ///< for messages: "create repository org/name"
   };
-  std::expected<HttpResponse, Error> send(const Call& call, const std::vector<int>& accepted = {});
-  std::expected<HttpResponse, TransportError> send_with_retries(HttpRequest request, bool retry);
+  std::expected<net::HttpResponse, Error> send(const Call& call, const std::vector<int>& accepted = {});
+  std::expected<net::HttpResponse, net::TransportError> send_with_retries(net::HttpRequest request, bool retry);
   /// The error for a non-2xx answer: kind http, the status, a specific message and hint.
-  Error error_for(const HttpResponse& response, const Call& call) const;
-  Error describe_status(const HttpResponse& response, const Call& call) const;
+  Error error_for(const net::HttpResponse& response, const Call& call) const;
+  Error describe_status(const net::HttpResponse& response, const Call& call) const;
   std::string api(const RepoRef& repo) const;
   std::string prefix(const RepoRef& repo) const;
   std::string resolve_url(const RepoRef& repo, const std::string& revision, const std::string& path) const;
@@ -161,13 +161,13 @@ class HubClient {
   Result<void> upload_multipart(const LocalFile& file, const std::string& upload, const LfsResume* resume,
                                 const std::function<void(std::uint64_t)>& progress);
   /// Sends an upload body (retried, rewound); the answer's ETag is kept in m_last_etag.
-  Result<void> put_body(HttpRequest put, const std::string& what);
+  Result<void> put_body(net::HttpRequest put, const std::string& what);
   /// GET that follows up to 5 redirects, with the token only for the endpoint's host.
-  std::expected<HttpResponse, Error> get_following(HttpRequest request, const std::string& what,
-                                                   Headers* first_headers = nullptr);
+  std::expected<net::HttpResponse, Error> get_following(net::HttpRequest request, const std::string& what,
+                                                        net::Headers* first_headers = nullptr);
   void log(const std::string& line) const;
 
-  HttpTransport& m_transport;
+  net::HttpTransport& m_transport;
   std::string m_endpoint;
   std::optional<Token> m_token;
   RetryPolicy m_retry;

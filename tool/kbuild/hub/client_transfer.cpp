@@ -22,11 +22,11 @@ std::string origin_of(const std::string& url) {
 }
 }  // namespace
 
-std::expected<HttpResponse, Error> HubClient::get_following(HttpRequest request, const std::string& what,
-                                                            Headers* first_headers) {
+std::expected<net::HttpResponse, Error> HubClient::get_following(net::HttpRequest request, const std::string& what,
+                                                                 net::Headers* first_headers) {
   const std::string home = origin_of(m_endpoint);
   for (int redirects = 0;; ++redirects) {
-    request.headers = Headers();
+    request.headers = net::Headers();
     if (m_token && origin_of(request.url) == home) request.headers.set("authorization", "Bearer " + m_token->value);
     auto outcome = send_with_retries(request, true);
     if (!outcome)
@@ -51,7 +51,7 @@ std::expected<HttpResponse, Error> HubClient::get_following(HttpRequest request,
 
 Result<std::string> HubClient::download_text(const RepoRef& repo, const std::string& revision, const std::string& path,
                                              std::uint64_t max_bytes) {
-  HttpRequest request;
+  net::HttpRequest request;
   request.url = resolve_url(repo, revision, path);
   KB_TRY_ASSIGN(auto response, get_following(request, "download " + path + " of " + repo.id + "@" + revision));
   if (response.body.size() > max_bytes)
@@ -62,11 +62,11 @@ Result<std::string> HubClient::download_text(const RepoRef& repo, const std::str
 
 Result<DownloadedFile> HubClient::download_file(const RepoRef& repo, const std::string& revision,
                                                 const std::string& path, const std::filesystem::path& destination) {
-  HttpRequest request;
+  net::HttpRequest request;
   request.url = resolve_url(repo, revision, path);
   request.response_file = destination;
-  Headers hub_headers;  // the Hub's own answer, before any redirect to a CDN
-  KB_TRY_ASSIGN(HttpResponse response,
+  net::Headers hub_headers;  // the Hub's own answer, before any redirect to a CDN
+  KB_TRY_ASSIGN(net::HttpResponse response,
                 get_following(request, "download " + path + " of " + repo.id + "@" + revision, &hub_headers));
   DownloadedFile file;
   file.etag = hub_headers.get("x-linked-etag").value_or(hub_headers.get("etag").value_or(""));
@@ -88,7 +88,7 @@ Result<std::map<std::string, UploadMode>> HubClient::preupload(const RepoRef& re
       body["files"].push_back(
           {{"path", files[i].path}, {"sample", util::base64_encode(files[i].sample)}, {"size", files[i].size}});
     }
-    KB_TRY_ASSIGN(auto response, send({"POST", api(repo) + "/preupload/" + url_encode(revision), body.dump(),
+    KB_TRY_ASSIGN(auto response, send({"POST", api(repo) + "/preupload/" + net::url_encode(revision), body.dump(),
                                        "application/json", true, true, "prepare the upload to " + repo.id}));
     try {
       const json answer = json::parse(response.body);  // named: a temporary would die before the loop runs
@@ -117,7 +117,7 @@ Result<std::string> HubClient::lfs_batch(const RepoRef& repo, const std::string&
                {"hash_algo", "sha256"},
                {"ref", {{"name", revision}}}};
   for (const LocalFile* file : files) body["objects"].push_back({{"oid", file->sha256}, {"size", file->size}});
-  HttpRequest request;
+  net::HttpRequest request;
   request.method = "POST";
   request.url = m_endpoint + "/" + prefix(repo) + repo.id + ".git/info/lfs/objects/batch";
   request.body = body.dump();
@@ -131,7 +131,7 @@ Result<std::string> HubClient::lfs_batch(const RepoRef& repo, const std::string&
   return outcome->body;
 }
 
-Result<void> HubClient::put_body(HttpRequest put, const std::string& what) {
+Result<void> HubClient::put_body(net::HttpRequest put, const std::string& what) {
   auto sent = send_with_retries(std::move(put), true);
   if (!sent) return fail(transport_error("upload of " + what + " failed: " + sent.error().message));
   if (sent->status < 200 || sent->status >= 300)
@@ -161,7 +161,7 @@ Result<void> HubClient::upload_multipart(const LocalFile& file, const std::strin
     }
     if (!header.contains(key))
       return fail(hub_error("the LFS server sent no URL for part " + key + " of " + file.path));
-    HttpRequest put;
+    net::HttpRequest put;
     put.method = "PUT";
     put.url = header[key].get<std::string>();
     if (file.content) {
@@ -177,7 +177,7 @@ Result<void> HubClient::upload_multipart(const LocalFile& file, const std::strin
     parts.push_back({{"partNumber", part}, {"etag", m_last_etag}});
     if (resume && resume->save) resume->save(file.sha256, href, part, m_last_etag);
   }
-  HttpRequest complete;
+  net::HttpRequest complete;
   complete.method = "POST";
   complete.url = href;
   complete.body = json{{"oid", file.sha256}, {"parts", parts}}.dump();
@@ -225,7 +225,7 @@ Result<void> HubClient::upload_lfs(const RepoRef& repo, const std::string& revis
         if (upload.value("header", json::object()).contains("chunk_size")) {
           KB_TRY(upload_multipart(file, upload.dump(), resume, report));
         } else {
-          HttpRequest put;
+          net::HttpRequest put;
           put.method = "PUT";
           put.url = upload.at("href");
           if (file.content)
@@ -254,8 +254,8 @@ Result<CommitResult> HubClient::commit(const RepoRef& repo, const std::string& r
                                        bool create_pr) {
   m_stats.inline_bytes += ndjson.size();
   KB_TRY_ASSIGN(auto response,
-                send({"POST", api(repo) + "/commit/" + url_encode(revision) + (create_pr ? "?create_pr=1" : ""), ndjson,
-                      "application/x-ndjson", true, true, "commit to " + repo.id + "@" + revision}));
+                send({"POST", api(repo) + "/commit/" + net::url_encode(revision) + (create_pr ? "?create_pr=1" : ""),
+                      ndjson, "application/x-ndjson", true, true, "commit to " + repo.id + "@" + revision}));
   try {
     auto j = json::parse(response.body);
     CommitResult result{j.at("commitOid"), j.value("commitUrl", ""), std::nullopt};

@@ -45,7 +45,7 @@ int seek_body(void* user, curl_off_t offset, int origin) {
 }
 
 // Opens the request's body; false when its file cannot be read.
-bool open_body(const HttpRequest& request, UploadSource& source) {
+bool open_body(const net::HttpRequest& request, UploadSource& source) {
   if (!request.body_file) {
     source.memory = &request.body;
     source.length = request.body.size();
@@ -127,9 +127,9 @@ size_t write_body(char* data, size_t size, size_t count, void* user) {
 
 size_t write_header(char* data, size_t size, size_t count, void* user) {
   std::string line(data, size * count);
-  auto* headers = static_cast<Headers*>(user);
+  auto* headers = static_cast<net::Headers*>(user);
   if (line.starts_with("HTTP/")) {
-    *headers = Headers();  // a new response (after a redirect or 100 Continue)
+    *headers = net::Headers();  // a new response (after a redirect or 100 Continue)
     return size * count;
   }
   size_t colon = line.find(':');
@@ -143,14 +143,14 @@ size_t write_header(char* data, size_t size, size_t count, void* user) {
 }
 
 int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t upload_total, curl_off_t upload_now) {
-  auto* request = static_cast<const HttpRequest*>(user);
+  auto* request = static_cast<const net::HttpRequest*>(user);
   if (request->on_upload_progress && upload_total > 0)
     request->on_upload_progress(static_cast<std::uint64_t>(upload_now), static_cast<std::uint64_t>(upload_total));
   return 0;
 }
 
 // Options every request gets: URL, timeouts, user agent, where the answer goes.
-void configure(CURL* curl, const HttpRequest& request, HttpResponse& response, ResponseSink& sink) {
+void configure(CURL* curl, const net::HttpRequest& request, net::HttpResponse& response, ResponseSink& sink) {
   curl_easy_setopt(curl, CURLOPT_URL, request.url.c_str());
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 30L);
@@ -186,17 +186,17 @@ CurlTransport::~CurlTransport() {
   if (m_impl->handle) curl_easy_cleanup(m_impl->handle);
 }
 
-std::expected<HttpResponse, TransportError> CurlTransport::send(const HttpRequest& request) {
+std::expected<net::HttpResponse, net::TransportError> CurlTransport::send(const net::HttpRequest& request) {
   CURL* curl = m_impl->handle;
-  if (!curl) return std::unexpected(TransportError{"libcurl could not be initialised", false});
+  if (!curl) return std::unexpected(net::TransportError{"libcurl could not be initialised", false});
   curl_easy_reset(curl);
-  HttpResponse response;
+  net::HttpResponse response;
   ResponseSink sink;
   configure(curl, request, response, sink);
   UploadSource source;
   bool has_body = request.body_file || !request.body.empty() || request.method == "POST" || request.method == "PUT";
   if (!open_body(request, source))
-    return std::unexpected(TransportError{"cannot read " + request.body_file->string(), false});
+    return std::unexpected(net::TransportError{"cannot read " + request.body_file->string(), false});
   if (request.method == "HEAD") {
     curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
   } else if (has_body) {
@@ -226,7 +226,8 @@ std::expected<HttpResponse, TransportError> CurlTransport::send(const HttpReques
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
   curl_slist_free_all(headers);
   bool write_failed = sink.failed || (sink.file && std::fclose(sink.file) != 0);
-  if (write_failed) return std::unexpected(TransportError{"cannot write " + request.response_file->string(), false});
+  if (write_failed)
+    return std::unexpected(net::TransportError{"cannot write " + request.response_file->string(), false});
   if (sink.too_large) {  // an answer, not a transport failure: retrying would not help
     response.status = static_cast<int>(status);
     response.too_large = true;
@@ -238,7 +239,7 @@ std::expected<HttpResponse, TransportError> CurlTransport::send(const HttpReques
     if (std::FILE* empty = std::fopen(request.response_file->c_str(), "wb")) std::fclose(empty);
   }
   if (code != CURLE_OK)
-    return std::unexpected(TransportError{
+    return std::unexpected(net::TransportError{
         curl_easy_strerror(code), code == CURLE_OPERATION_TIMEDOUT,
         code == CURLE_COULDNT_CONNECT || code == CURLE_COULDNT_RESOLVE_HOST || code == CURLE_COULDNT_RESOLVE_PROXY});
   response.status = static_cast<int>(status);

@@ -1,23 +1,23 @@
 #pragma once
-// HttpTransport over libcurl. One easy handle is reused, so connections are kept alive across
+// net::HttpTransport over libcurl. One easy handle is reused, so connections are kept alive across
 // requests. Upload bodies given as files are streamed from disk (never held whole in memory).
 // Connect timeout 30 s; a transfer that moves less than 1 byte/s for 60 s is abandoned (no total
 // timeout, so large uploads on slow links finish).
 
 #include <memory>
 
-#include "kbuild/hub/http.hpp"
+#include "kbuild/net/http.hpp"
 
 namespace kbuild::hub {
 
-class CurlTransport final : public HttpTransport {
+class CurlTransport final : public net::HttpTransport {
  public:
   CurlTransport();
   ~CurlTransport() override;
   CurlTransport(const CurlTransport&) = delete;
   CurlTransport& operator=(const CurlTransport&) = delete;
 
-  std::expected<HttpResponse, TransportError> send(const HttpRequest& request) override;
+  std::expected<net::HttpResponse, net::TransportError> send(const net::HttpRequest& request) override;
 
  private:
   struct Impl;

@@ -6,10 +6,10 @@
 #include <regex>
 #include <set>
 
-#include "kbuild/hub/names.hpp"
 #include "kbuild/layout/digest.hpp"
 #include "kbuild/layout/metadata.hpp"
 #include "kbuild/layout/templates.hpp"
+#include "kbuild/net/names.hpp"
 #include "kbuild/util/hash.hpp"
 #include "kbuild/util/strings.hpp"
 
@@ -170,7 +170,7 @@ Result<PublishTarget> validate(const util::FileSystem& fs, const config::KernelC
   if (repo_id.empty())
     return fail(
         usage("no repository to publish to", "pass --repo-id org/name or set [general.hub] repo-id in build.toml"));
-  if (!is_valid_repo_id(repo_id)) return fail(usage("\"" + repo_id + "\" is not a repository id", "use org/name"));
+  if (!net::is_valid_repo_id(repo_id)) return fail(usage("\"" + repo_id + "\" is not a repository id", "use org/name"));
   if (!options.has_token && !options.dry_run)
     return fail(usage("no Hub token found", "set HF_TOKEN or log in with huggingface-cli login"));
   target.repo = {options.repo_type, repo_id};

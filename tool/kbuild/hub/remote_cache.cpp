@@ -7,10 +7,10 @@ namespace kbuild::hub {
 // Objects larger than this are refused as an answer (a library of every architecture stays far below).
 constexpr size_t k_max_entry_bytes = size_t{2} << 30;
 
-HttpRequest HttpRemoteStore::request(const std::string& method, const std::string& path) const {
-  HttpRequest request;
+net::HttpRequest HttpRemoteStore::request(const std::string& method, const std::string& path) const {
+  net::HttpRequest request;
   request.method = method;
-  request.url = m_settings.url + "/" + url_encode(path, true);
+  request.url = m_settings.url + "/" + net::url_encode(path, true);
   request.timeout_seconds = m_settings.timeout_seconds;
   if (m_settings.bearer_token) request.headers.set("authorization", "Bearer " + *m_settings.bearer_token);
   if (m_settings.basic_user)

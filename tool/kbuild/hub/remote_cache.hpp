@@ -4,21 +4,21 @@
 // errors, which the cache turns into a warning and a miss.
 
 #include "kbuild/cache/remote.hpp"
-#include "kbuild/hub/http.hpp"
+#include "kbuild/net/http.hpp"
 
 namespace kbuild::hub {
 
 class HttpRemoteStore final : public cache::RemoteStore {
  public:
-  HttpRemoteStore(HttpTransport& transport, cache::RemoteSettings settings)
+  HttpRemoteStore(net::HttpTransport& transport, cache::RemoteSettings settings)
       : m_transport(transport), m_settings(std::move(settings)) {}
   Result<std::optional<std::string>> get(const std::string& path) override;
   Result<void> put(const std::string& path, const std::string& bytes) override;
 
  private:
-  HttpRequest request(const std::string& method, const std::string& path) const;
+  net::HttpRequest request(const std::string& method, const std::string& path) const;
 
-  HttpTransport& m_transport;
+  net::HttpTransport& m_transport;
   cache::RemoteSettings m_settings;
 };
 

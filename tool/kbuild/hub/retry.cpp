@@ -10,7 +10,7 @@
 
 namespace kbuild::hub {
 
-std::optional<double> server_requested_wait(const HttpResponse& response) {
+std::optional<double> server_requested_wait(const net::HttpResponse& response) {
   // Seconds as digits only; more than 9 digits (over 30 years) is "forever", not a number to parse.
   auto seconds = [](std::string_view digits) -> std::optional<double> {
     if (digits.empty() || digits.find_first_not_of("0123456789") != std::string_view::npos) return std::nullopt;
@@ -33,7 +33,7 @@ bool retryable_status(int status) {
   return status == 408 || status == 429 || status == 500 || status == 502 || status == 503 || status == 504;
 }
 
-std::string long_wait_hint(const RetryPolicy& policy, const HttpResponse& response) {
+std::string long_wait_hint(const RetryPolicy& policy, const net::HttpResponse& response) {
   if (!retryable_status(response.status)) return "";
   auto wait = server_requested_wait(response);
   if (!wait || *wait <= policy.max_server_wait_seconds) return "";
@@ -45,7 +45,7 @@ std::string long_wait_hint(const RetryPolicy& policy, const HttpResponse& respon
 }
 
 std::optional<double> retry_delay(const RetryPolicy& policy, int attempt,
-                                  const std::expected<HttpResponse, TransportError>& outcome) {
+                                  const std::expected<net::HttpResponse, net::TransportError>& outcome) {
   if (attempt >= policy.max_retries) return std::nullopt;
   double backoff = std::min(policy.max_seconds, policy.base_seconds * std::pow(2.0, attempt));
   if (!outcome) {

@@ -11,7 +11,7 @@
 #include <optional>
 #include <string>
 
-#include "kbuild/hub/http.hpp"
+#include "kbuild/net/http.hpp"
 
 namespace kbuild::hub {
 
@@ -26,17 +26,17 @@ struct RetryPolicy {
 /// How long the server asks the client to wait before asking again: a 429's "RateLimit: ...;t=<s>",
 /// else a numeric Retry-After (an HTTP date is ignored, as the official clients do); nullopt when it
 /// says nothing. A number too long to read is +infinity.
-std::optional<double> server_requested_wait(const HttpResponse& response);
+std::optional<double> server_requested_wait(const net::HttpResponse& response);
 
 /// Whether an answer with this status is sent again (408, 429, 500, 502, 503, 504).
 bool retryable_status(int status);
 
 /// The hint for an answer of a retryable status the client stopped retrying because the server
 /// asked for a longer wait than `policy` allows ("the server asks to wait 3600 s ..."); else empty.
-std::string long_wait_hint(const RetryPolicy& policy, const HttpResponse& response);
+std::string long_wait_hint(const RetryPolicy& policy, const net::HttpResponse& response);
 
 /// The wait before attempt `attempt + 1` (attempt counts from 0), or nullopt to stop and report.
 std::optional<double> retry_delay(const RetryPolicy& policy, int attempt,
-                                  const std::expected<HttpResponse, TransportError>& outcome);
+                                  const std::expected<net::HttpResponse, net::TransportError>& outcome);
 
 }  // namespace kbuild::hub

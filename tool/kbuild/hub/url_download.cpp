@@ -22,7 +22,7 @@ bool is_http_url(const std::string& url) { return url.starts_with("https://") ||
 
 }  // namespace
 
-Result<std::uint64_t> download_url(HttpTransport& transport, const std::string& url,
+Result<std::uint64_t> download_url(net::HttpTransport& transport, const std::string& url,
                                    const std::filesystem::path& destination, const UrlDownloadOptions& options) {
   if (!is_http_url(url))
     return fail(download_error("cannot download \"" + url + "\": only http:// and https:// URLs are supported",
@@ -30,12 +30,12 @@ Result<std::uint64_t> download_url(HttpTransport& transport, const std::string& 
   auto sleep = options.sleep ? options.sleep : [](double seconds) {
     std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
   };
-  HttpRequest request;
+  net::HttpRequest request;
   request.url = url;
   request.response_file = destination;
   request.max_response_bytes = options.max_bytes;
   for (int redirects = 0;; ++redirects) {
-    std::expected<HttpResponse, TransportError> outcome;
+    std::expected<net::HttpResponse, net::TransportError> outcome;
     for (int attempt = 0;; ++attempt) {
       outcome = transport.send(request);
       auto delay = retry_delay(options.retry, attempt, outcome);

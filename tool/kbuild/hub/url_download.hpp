@@ -11,8 +11,8 @@
 #include <functional>
 #include <string>
 
-#include "kbuild/hub/http.hpp"
 #include "kbuild/hub/retry.hpp"
+#include "kbuild/net/http.hpp"
 #include "kbuild/util/result.hpp"
 
 namespace kbuild::hub {
@@ -24,7 +24,7 @@ struct UrlDownloadOptions {
 };
 
 /// Writes the body of a 2xx answer to `destination` (created or truncated); its size in bytes.
-Result<std::uint64_t> download_url(HttpTransport& transport, const std::string& url,
+Result<std::uint64_t> download_url(net::HttpTransport& transport, const std::string& url,
                                    const std::filesystem::path& destination, const UrlDownloadOptions& options = {});
 
 }  // namespace kbuild::hub

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "kbuild/hub/names.hpp"
+#include "kbuild/net/names.hpp"
 
 namespace kbuild::lock {
 
@@ -54,7 +54,7 @@ class Parser {
   void requirement(const toml::key& key, const toml::node& value) {
     std::string repo_id(key.str());
     config::SourceLocation where = at(key.source());
-    if (!hub::is_valid_repo_id(repo_id)) {
+    if (!net::is_valid_repo_id(repo_id)) {
       error(where, "\"" + repo_id + "\" is not a Hub repository id",
             "keys of [tool.kernels.dependencies] are \"namespace/name\", e.g. \"kernels-community/activation\"");
       return;
@@ -85,7 +85,7 @@ class Parser {
         return std::nullopt;
       }
       std::string text = revision->as_string()->get();
-      if (!is_commit_id(text) && !hub::is_valid_ref_name(text)) {
+      if (!is_commit_id(text) && !net::is_valid_ref_name(text)) {
         error(at(revision->source()), "\"" + text + "\" is not a valid tag, branch or commit name", "");
         return std::nullopt;
       }

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <charconv>
 
-#include "kbuild/hub/names.hpp"
+#include "kbuild/net/names.hpp"
 
 namespace kbuild::lock {
 
@@ -218,7 +218,7 @@ std::expected<VersionSpec, BoundsError> parse_version_string(std::string_view te
     if (!bounds) return std::unexpected(bounds.error());
     return BoundsSpec{std::move(*bounds)};
   }
-  if (!hub::is_valid_ref_name(text))
+  if (!net::is_valid_ref_name(text))
     return std::unexpected(BoundsError{
         "\"" + std::string(text) + "\" is neither a version bound nor a valid tag, " + "branch or commit name", 0});
   return RevisionSpec{std::string(text)};

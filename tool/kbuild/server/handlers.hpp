@@ -81,9 +81,9 @@ Json lfs_json(const FileEntry& file, const char* hash_key);
 // One request
 
 struct Router::Context {
-  Context(const hub::HttpRequest& r, bool spool) : request(r), body_is_spool(spool) {}
+  Context(const net::HttpRequest& r, bool spool) : request(r), body_is_spool(spool) {}
 
-  const hub::HttpRequest& request;
+  const net::HttpRequest& request;
   bool body_is_spool = false;
   std::string method;  ///< upper case
   bool head = false;

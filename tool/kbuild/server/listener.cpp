@@ -154,7 +154,7 @@ struct Listener::Impl {
   /// Reads the body of `in` into `request`, in memory or spooled to `spool`; false when it answered an
   /// error instead (413 above the limit, 400 for an incomplete body).
   bool collect_body(const httplib::Request& in, httplib::Response& out, const httplib::ContentReader& reader,
-                    hub::HttpRequest& request, fs::path& spool, bool head) {
+                    net::HttpRequest& request, fs::path& spool, bool head) {
     std::uint64_t limit = limit_for(in);
     if (in.has_header("Content-Length") &&
         std::strtoull(in.get_header_value("Content-Length").c_str(), nullptr, 10) > limit) {
@@ -231,7 +231,7 @@ struct Listener::Impl {
     // owns ranges. The Request object is not const where it lives (Server::process_request).
     const_cast<httplib::Request&>(in).ranges.clear();
     bool head = in.method == "HEAD";
-    hub::HttpRequest request;
+    net::HttpRequest request;
     request.method = in.method;
     request.url = in.target;
     for (const auto& [name, value] : in.headers)

@@ -1,6 +1,6 @@
 #pragma once
 // The socket side of `kbuild hub serve`: a cpp-httplib server that turns each HTTP request into a
-// hub::HttpRequest for Router::route() and writes the Reply back. HEAD answers carry the headers
+// net::HttpRequest for Router::route() and writes the Reply back. HEAD answers carry the headers
 // (Content-Length included) without a body; file bodies are streamed from the blob store. Request
 // bodies above 8 MiB are spooled to a file in the store's temp dir instead of memory, and bodies
 // above the configured limits (guard.hpp: body_limit) are refused with 413 before they are read.

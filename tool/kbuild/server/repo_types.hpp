@@ -7,14 +7,14 @@
 #include <string>
 #include <string_view>
 
-#include "kbuild/hub/names.hpp"
+#include "kbuild/net/names.hpp"
 
 namespace kbuild::server {
 
-using hub::is_valid_namespace;
-using hub::is_valid_ref_name;
-using hub::is_valid_repo_name;
-using hub::is_valid_repo_path;
+using net::is_valid_namespace;
+using net::is_valid_ref_name;
+using net::is_valid_repo_name;
+using net::is_valid_repo_path;
 
 // ---------------------------------------------------------------------------------------------
 // Repository types: name, API segment (/api/{plural}/...) and resolve/LFS URL prefix.

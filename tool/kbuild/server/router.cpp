@@ -42,7 +42,7 @@ Outcome<std::string> parse_target(Router::Context& c) {
   std::vector<std::string> raw = util::split(raw_path.substr(1), '/');
   if (raw.size() > 1 && raw.back().empty()) raw.pop_back();  // a trailing '/'
   for (const auto& segment : raw) {
-    auto decoded = hub::url_decode(segment);
+    auto decoded = net::url_decode(segment);
     if (!decoded) return bad_request(decoded.error().message);
     c.segments.push_back(std::move(*decoded));
   }
@@ -104,7 +104,7 @@ std::shared_ptr<const Config> Router::config() const {
   return m_config;
 }
 
-hub::HttpResponse Router::handle(const hub::HttpRequest& request) {
+net::HttpResponse Router::handle(const net::HttpRequest& request) {
   Reply reply = route(request);
   if (reply.file) {
     auto body = read_slice(reply.file->path, reply.file->offset, reply.file->length);
@@ -117,7 +117,7 @@ hub::HttpResponse Router::handle(const hub::HttpRequest& request) {
   return std::move(reply.response);
 }
 
-Reply Router::route(const hub::HttpRequest& request, bool body_is_spool) {
+Reply Router::route(const net::HttpRequest& request, bool body_is_spool) {
   Context context(request, body_is_spool);
   context.method = request.method;
   for (char& c : context.method) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));

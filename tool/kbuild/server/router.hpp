@@ -128,7 +128,7 @@
 #include <string>
 #include <tuple>
 
-#include "kbuild/hub/http.hpp"
+#include "kbuild/net/http.hpp"
 #include "kbuild/server/config.hpp"
 #include "kbuild/server/store.hpp"
 
@@ -163,7 +163,7 @@ struct FileBody {
 /// A response whose body is either `response.body` or, when set, `file`. `response.headers` holds
 /// Content-Length for both (and for HEAD).
 struct Reply {
-  hub::HttpResponse response;
+  net::HttpResponse response;
   std::optional<FileBody> file;
 };
 
@@ -173,11 +173,11 @@ class Router {
 
   /// Handles one request; `request.url` is a target ("/api/...?q") or an absolute URL whose scheme
   /// and host are ignored. File bodies are read into `body`.
-  hub::HttpResponse handle(const hub::HttpRequest& request);
+  net::HttpResponse handle(const net::HttpRequest& request);
   /// Same, but large file bodies come back as a FileBody. With `body_is_spool`, `request.body_file` is
   /// a temporary file inside store.temp_dir() that the router may move away (the caller removes it if
   /// it is still there afterwards); otherwise body_file is only read.
-  Reply route(const hub::HttpRequest& request, bool body_is_spool = false);
+  Reply route(const net::HttpRequest& request, bool body_is_spool = false);
 
   /// The configuration in force (reloaded from options.config_file when it changed).
   std::shared_ptr<const Config> config() const;

@@ -128,7 +128,7 @@ Outcome<Reply> Handlers::tree(const Match& m) {
   Reply reply = json_reply(body, m_c.head);
   if (end < items->size()) {
     // Later pages list the resolved commit, so a concurrent commit cannot shift them.
-    std::string next = api_url(m.id) + "/tree/" + oid + (path.empty() ? "" : "/" + hub::url_encode(path, true)) +
+    std::string next = api_url(m.id) + "/tree/" + oid + (path.empty() ? "" : "/" + net::url_encode(path, true)) +
                        "?recursive=" + (recursive ? "true" : "false") + "&expand=" + (expand ? "true" : "false") +
                        "&cursor=" + std::to_string(end);
     reply.response.headers.set("Link", "<" + next + ">; rel=\"next\"");

@@ -4,7 +4,7 @@
 #include <array>
 #include <nlohmann/json.hpp>
 
-#include "kbuild/hub/http.hpp"
+#include "kbuild/net/http.hpp"
 #include "kbuild/server/object_ids.hpp"
 #include "kbuild/server/wire_json.hpp"
 #include "kbuild/util/strings.hpp"
@@ -27,7 +27,7 @@ namespace {
 std::string form_decode(std::string_view text) {
   std::string plus(text);
   std::replace(plus.begin(), plus.end(), '+', ' ');
-  auto decoded = hub::url_decode(plus);
+  auto decoded = net::url_decode(plus);
   return decoded ? *decoded : plus;
 }
 }  // namespace

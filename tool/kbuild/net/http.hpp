@@ -13,7 +13,7 @@
 
 #include "kbuild/util/result.hpp"
 
-namespace kbuild::hub {
+namespace kbuild::net {
 
 /// Header names compare case-insensitively; stored lowercased.
 class Headers {
@@ -80,4 +80,4 @@ std::string url_encode(std::string_view text, bool keep_slash = false);
 /// Decodes %XX escapes ('+' is left alone); error on a malformed escape.
 Result<std::string> url_decode(std::string_view text);
 
-}  // namespace kbuild::hub
+}  // namespace kbuild::net

@@ -1,8 +1,8 @@
-#include "kbuild/hub/http.hpp"
+#include "kbuild/net/http.hpp"
 
 #include <cctype>
 
-namespace kbuild::hub {
+namespace kbuild::net {
 
 namespace {
 std::string lower(std::string_view text) {
@@ -51,4 +51,4 @@ Result<std::string> url_decode(std::string_view text) {
   return out;
 }
 
-}  // namespace kbuild::hub
+}  // namespace kbuild::net

@@ -5,7 +5,7 @@
 
 #include <string_view>
 
-namespace kbuild::hub {
+namespace kbuild::net {
 
 /// A namespace or repo name as the Hub accepts it: 1-96 characters from [A-Za-z0-9._-], not starting
 /// or ending with '-' or '.', without "--" or "..". Names ending in ".git" are refused (they would make
@@ -24,4 +24,4 @@ bool is_valid_ref_name(std::string_view name);
 /// "namespace/name" with both parts valid (is_valid_namespace, is_valid_repo_name).
 bool is_valid_repo_id(std::string_view id);
 
-}  // namespace kbuild::hub
+}  // namespace kbuild::net

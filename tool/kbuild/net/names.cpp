@@ -1,10 +1,10 @@
-#include "kbuild/hub/names.hpp"
+#include "kbuild/net/names.hpp"
 
 #include <algorithm>
 
 #include "kbuild/util/strings.hpp"
 
-namespace kbuild::hub {
+namespace kbuild::net {
 
 bool is_valid_repo_name(std::string_view name) {
   if (name.empty() || name.size() > 96) return false;
@@ -54,4 +54,4 @@ bool is_valid_repo_id(std::string_view id) {
          is_valid_repo_name(id.substr(slash + 1));
 }
 
-}  // namespace kbuild::hub
+}  // namespace kbuild::net
