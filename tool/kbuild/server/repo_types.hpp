@@ -1,6 +1,6 @@
 #pragma once
 // Repository identity in the registry: types (with their URL spellings), ids and the stored repo row.
-// Name rules are shared with the client (hub/names.hpp).
+// Name rules are shared with the client (net/names.hpp).
 
 #include <cstdint>
 #include <optional>
