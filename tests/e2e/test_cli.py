@@ -36,6 +36,10 @@ def test_unknown_options_are_named_with_a_suggestion_before_other_errors():
                        "did you mean --jobs?")
     assert_usage_error(run_kbuild(check=False), "no command given", "kbuild --help")
     assert run_kbuild("-V").stdout.strip() == run_kbuild("--version").stdout.strip() != ""
+    # It names the commit it was built from, the compiler and the libraries.
+    head = subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    version = run_kbuild("--version").stdout
+    assert f"(commit {head[:12]}" in version and "compiler: GNU" in version and "libcurl" in version, version
 
 
 def test_on_a_terminal_the_summary_gets_a_line_of_its_own(kernel_copy):
@@ -111,3 +115,17 @@ def test_docs_cli_names_every_option_of_every_command():
                 if option not in docs:
                     missing.append(f"{command}: {option}")
     assert not missing, "options missing from docs/cli.md: " + ", ".join(sorted(missing))
+
+
+def test_doctor_reports_the_machine(tmp_path):
+    env = dict(os.environ, KBUILD_PYTHON=PYTHON, KBUILD_CACHE=str(tmp_path / "cache"), HOME=str(tmp_path))
+    out = json.loads(run_kbuild("doctor", "--json", env=env).stdout)
+    found = {f["what"]: f for f in out["findings"]}
+    assert set(found) == {"python", "torch", "nvcc", "host compiler", "gpu", "git", "user config", "cache"}
+    assert found["python"]["status"] == "ok" and "(KBUILD_PYTHON)" in found["python"]["detail"]
+    assert found["torch"]["status"] == "ok" and found["torch"]["detail"].startswith("2.11.0")
+    assert out["kbuild"].startswith("kbuild ")
+    (tmp_path / ".config" / "kbuild").mkdir(parents=True)
+    (tmp_path / ".config" / "kbuild" / "config.toml").write_text("python = [\n")
+    broken = run_kbuild("doctor", env=env, check=False)
+    assert broken.returncode == 2 and "config.toml:1:" in broken.stderr

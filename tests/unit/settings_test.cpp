@@ -8,6 +8,7 @@
 #include "kbuild/config/user_config.hpp"
 #include "kbuild/plan/cuda_archs.hpp"
 #include "kbuild/toolchain/gpu.hpp"
+#include "kbuild/usecase/doctor.hpp"
 #include "support/fakes.hpp"
 
 using namespace kbuild;
@@ -128,4 +129,37 @@ TEST(CacheUsage, EveryPartIsCountedAndPruningGoesLeastRecentlyUsedFirst) {
   ASSERT_TRUE(cache::prune_cache(fs, "/c", 0, false));
   EXPECT_TRUE(fs.has("/c/toolchains/torch-2.15.0-y/lib/libtorch.so"));
   EXPECT_FALSE(fs.has("/c/toolchains/torch-2.11.0-x/lib/libtorch.so"));
+}
+
+TEST(Doctor, ReportsWhatItFindsAndWhatToDo) {
+  fakes::MemFileSystem fs;
+  fakes::FakeLauncher launcher;
+  util::MapEnvironment env{{{"HOME", "/home/u"}, {"KBUILD_CACHE", "/cache"}, {"KBUILD_PYTHON", "/py/bin/python3"}}};
+  launcher.programs = {{"g++", "/usr/bin/g++"}, {"git", "/usr/bin/git"}};
+  launcher.prefix_answers.push_back(
+      {"/py/bin/python3 -c ", {0, R"({"version": "3.11", "include": "/py/include/python3.11", "torch": null})", ""}});
+  launcher.answers["/usr/bin/g++ -dumpfullversion"] = {0, "12.2.0\n", ""};
+  launcher.answers["/usr/bin/g++ -dumpmachine"] = {0, "x86_64-linux-gnu\n", ""};
+  fs.put("/py/include/python3.11/Python.h", "");
+  fs.put("/cache/objects/ab/abcd", std::string(2000, 'o'));
+  usecase::DoctorServices services{fs, launcher, env};
+  auto findings = usecase::doctor({}, services);
+  ASSERT_TRUE(findings) << findings.error().message;
+  std::map<std::string, usecase::Finding> by_what;
+  for (const auto& f : *findings) by_what[f.what] = f;
+  EXPECT_EQ(by_what["python"].status, usecase::Finding::Status::ok);
+  EXPECT_NE(by_what["python"].detail.find("(KBUILD_PYTHON)"), std::string::npos) << by_what["python"].detail;
+  EXPECT_EQ(by_what["torch"].status, usecase::Finding::Status::missing);
+  EXPECT_NE(by_what["torch"].hint.find("pip install torch"), std::string::npos);
+  EXPECT_EQ(by_what["nvcc"].status, usecase::Finding::Status::warning);  // none on this fake machine
+  EXPECT_EQ(by_what["host compiler"].detail, "/usr/bin/g++ 12.2.0 (x86_64-linux-gnu)");
+  EXPECT_EQ(by_what["gpu"].status, usecase::Finding::Status::warning);
+  EXPECT_EQ(by_what["git"].status, usecase::Finding::Status::ok);
+  EXPECT_EQ(by_what["cache"].detail, "/cache, 2.0 kB (kbuild cache stats)");
+  // A broken user config is the one thing doctor cannot go past: it says where.
+  fs.put("/home/u/.config/kbuild/config.toml", "python = 3\n");
+  auto broken = usecase::doctor({"/explicit/python"}, services);
+  ASSERT_FALSE(broken);
+  EXPECT_NE(broken.error().message.find("/home/u/.config/kbuild/config.toml:1:10"), std::string::npos)
+      << broken.error().message;
 }

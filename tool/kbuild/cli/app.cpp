@@ -10,15 +10,44 @@
 #include <optional>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "kbuild/cli/command.hpp"
 #include "kbuild/config/user_config.hpp"
+#include "kbuild/hub/curl_transport.hpp"
+#include "kbuild/server/listener.hpp"
+#include "kbuild/server/metadata_db.hpp"
+#include "kbuild/toolchain/archive.hpp"
 #include "kbuild/util/build_info.hpp"
+#include "kbuild/util/library_versions.hpp"
 #include "kbuild/util/log.hpp"
+#include "kbuild/util/source_info.hpp"
 #include "kbuild/util/strings.hpp"
 
 namespace kbuild::cli {
 
 const char* version() { return util::k_kbuild_version; }
+
+std::string version_text() {
+  std::string commit = util::k_source_commit;
+  std::string text = std::string("kbuild ") + version() + " (commit " + commit.substr(0, 12) +
+                     (util::k_source_dirty ? ", modified" : "") + ", " + util::k_source_date + ")\n";
+  text += std::string("compiler: ") + util::k_compiler + "\n";
+  util::LibraryVersions libraries = util::library_versions();
+  libraries.emplace_back("CLI11", CLI11_VERSION);
+  libraries.emplace_back("nlohmann_json", std::to_string(NLOHMANN_JSON_VERSION_MAJOR) + "." +
+                                              std::to_string(NLOHMANN_JSON_VERSION_MINOR) + "." +
+                                              std::to_string(NLOHMANN_JSON_VERSION_PATCH));
+  libraries.emplace_back("toml++", config::toml_library_version());
+  libraries.emplace_back("libcurl", hub::curl_library_version());
+  libraries.emplace_back("libzip", toolchain::zip_library_version());
+  libraries.emplace_back("SQLite", server::db::sqlite_library_version());
+  libraries.emplace_back("cpp-httplib", server::httplib_library_version());
+  text += "libraries:";
+  for (const auto& [name, library_version] : libraries) text += " " + name + " " + library_version + ",";
+  text.back() = '\n';
+  return text;
+}
 std::string builder_id() { return std::string("kbuild/") + version(); }
 
 std::filesystem::path absolute_dir(const std::string& dir) {
@@ -173,16 +202,16 @@ std::optional<Error> unknown_command(CLI::App& app, int argc, char** argv) {
 
 int run(int argc, char** argv) {
   CLI::App app{"kbuild builds PyTorch kernels (CUDA and CPU) for the kernels ecosystem", "kbuild"};
-  app.set_version_flag("-V,--version", version());
+  app.set_version_flag("-V,--version", [] { return version_text(); });
   app.require_subcommand(1);
   app.footer(
       "Exit codes: 0 success, 1 build or check failed, 2 invalid usage or input, 3 toolchain "
       "problem, 4 network/Hub error, 130 interrupted.\nDocumentation: docs/cli.md");
   CommandAction action;
-  for (Registrar registrar :
-       {register_init, register_build, register_variants, register_check, register_test, register_clean,
-        register_toolchains, register_cache, register_config, register_publish, register_whoami, register_hub,
-        register_lock, register_download, register_versions, register_ci, register_update_build, register_completions})
+  for (Registrar registrar : {register_init, register_build, register_variants, register_check, register_test,
+                              register_clean, register_toolchains, register_cache, register_config, register_publish,
+                              register_whoami, register_hub, register_lock, register_download, register_versions,
+                              register_ci, register_update_build, register_completions, register_doctor})
     registrar(app, action);
   one_value_per_option(app);
   if (auto error = unknown_command(app, argc, argv); error || (error = unknown_option(app, argc, argv))) {

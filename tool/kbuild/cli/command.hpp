@@ -50,9 +50,12 @@ void register_versions(CLI::App& app, CommandAction& action);  ///< versions and
 void register_ci(CLI::App& app, CommandAction& action);
 void register_update_build(CLI::App& app, CommandAction& action);
 void register_completions(CLI::App& app, CommandAction& action);
+void register_doctor(CLI::App& app, CommandAction& action);
 
 /// The kbuild version (util::k_kbuild_version, from CMake's project()).
 const char* version();
+/// `kbuild --version`: the version, commit and its date, the compiler, the libraries' versions.
+std::string version_text();
 /// The builder identification written into metadata.json provenance ("kbuild/<version>").
 std::string builder_id();
 

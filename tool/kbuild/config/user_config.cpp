@@ -11,6 +11,10 @@ namespace kbuild::config {
 
 namespace fs = std::filesystem;
 
+std::string toml_library_version() {
+  return std::to_string(TOML_LIB_MAJOR) + "." + std::to_string(TOML_LIB_MINOR) + "." + std::to_string(TOML_LIB_PATCH);
+}
+
 fs::path user_config_path(const util::Environment& env) {
   if (auto xdg = env.get("XDG_CONFIG_HOME"); xdg && !xdg->empty() && fs::path(*xdg).is_absolute())
     return fs::path(*xdg) / "kbuild" / "config.toml";

@@ -57,4 +57,7 @@ Result<Setting> choose_python(const std::string& option, const util::FileSystem&
 Result<Setting> choose_cuda_archs(const std::string& option, const std::string& fallback, const util::FileSystem& fs,
                                   const util::Environment& env);
 
+/// toml++'s version, as compiled against (`kbuild --version`).
+std::string toml_library_version();
+
 }  // namespace kbuild::config

@@ -10,6 +10,11 @@
 
 namespace kbuild::hub {
 
+std::string curl_library_version() {
+  const curl_version_info_data* info = curl_version_info(CURLVERSION_NOW);
+  return std::string(info->version) + (info->ssl_version ? std::string(" (") + info->ssl_version + ")" : "");
+}
+
 namespace {
 
 std::once_flag g_curl_init;

@@ -10,6 +10,9 @@
 
 namespace kbuild::hub {
 
+/// libcurl's version and its TLS library, as loaded ("7.88.1 (OpenSSL/3.0.17)").
+std::string curl_library_version();
+
 class CurlTransport final : public net::HttpTransport {
  public:
   CurlTransport();

@@ -24,6 +24,8 @@
 
 namespace kbuild::server {
 
+std::string httplib_library_version() { return CPPHTTPLIB_VERSION; }
+
 namespace fs = std::filesystem;
 
 namespace {

@@ -32,6 +32,9 @@
 
 namespace kbuild::server {
 
+/// cpp-httplib's version, as compiled against (`kbuild --version`).
+std::string httplib_library_version();
+
 struct ListenerOptions {
   std::string host = "127.0.0.1";
   int port = 0;                        ///< 0: any free port

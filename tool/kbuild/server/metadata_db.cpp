@@ -6,6 +6,8 @@
 
 namespace kbuild::server::db {
 
+std::string sqlite_library_version() { return sqlite3_libversion(); }
+
 namespace {
 Error db_error(sqlite3* db, std::string_view what) {
   return {ExitCode::failure, "registry database: " + std::string(what) + ": " + sqlite3_errmsg(db),

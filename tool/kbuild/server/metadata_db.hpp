@@ -15,6 +15,9 @@ struct sqlite3_stmt;
 
 namespace kbuild::server::db {
 
+/// SQLite's version, as loaded (`kbuild --version`).
+std::string sqlite_library_version();
+
 /// Opens (creating when missing) the database file, read-write and fully serialised.
 Result<sqlite3*> open(const std::filesystem::path& file);
 void close(sqlite3* db);

@@ -13,6 +13,8 @@
 
 namespace kbuild::toolchain {
 
+std::string zip_library_version() { return zip_libzip_version(); }
+
 bool is_safe_archive_path(std::string_view name) {
   if (name.empty() || name.front() == '/' || name.find('\\') != std::string_view::npos ||
       name.find('\0') != std::string_view::npos)

@@ -15,6 +15,9 @@
 
 namespace kbuild::toolchain {
 
+/// libzip's version, as loaded (`kbuild --version`).
+std::string zip_library_version();
+
 /// Whether `name` is a safe relative path inside an archive ("a/b.h" yes; "/x", "a/../b", "a//b",
 /// "a\\b" no).
 bool is_safe_archive_path(std::string_view name);
