@@ -46,13 +46,22 @@ def test_the_workflow_is_valid_and_its_steps_build_gather_and_publish(tmp_path, 
     assert lint.returncode == 0, lint.stdout + lint.stderr
     runs, document = workflow_runs(workflow)
     assert any("kbuild variants kernels/img2gray --json" in run for run in runs["variants"])
-    assert 'kbuild build kernels/img2gray --variant "${{ matrix.variant }}"' in runs["build"]
-    assert 'kbuild test kernels/img2gray --variant "${{ matrix.variant }}"' in runs["build"]
-    assert 'kbuild publish kernels/img2gray --tag "${{ github.ref_name }}" --require-all' in runs["publish"]
+    assert 'kbuild build kernels/img2gray --variant "$VARIANT" --locked' in runs["build"]
+    assert 'kbuild test kernels/img2gray --variant "$VARIANT" --create-env' in runs["build"]
+    assert 'kbuild publish kernels/img2gray --tag "$GITHUB_REF_NAME" --require-all' in runs["publish"]
+    # kbuild is installed from one wheel made (or fetched) once, never compiled in the build jobs.
+    assert any("scripts/wheel" in run for run in runs["kbuild"])
+    for job in ("variants", "build", "publish"):
+        assert any("pip\" install --quiet --no-index --no-deps" in run for run in runs[job]), runs[job]
+        assert not any("cmake" in run or "bootstrap" in run for run in runs[job]), runs[job]
+    # The kbuild cache is kept across runs, keyed on kbuild.lock (never restored into a release build).
+    cache = [s for s in document["jobs"]["build"]["steps"] if s.get("uses", "").startswith("actions/cache@")]
+    assert cache and "hashFiles('kernels/img2gray/kbuild.lock')" in cache[0]["with"]["key"]
+    assert "refs/tags/" in cache[0]["if"]
     # On tags each build job signs its variant's metadata.json with the workflow's identity.
     assert any("sigstore sign --bundle" in run and "metadata.json.sigstore" in run for run in runs["build"])
     assert document["jobs"]["build"]["permissions"]["id-token"] == "write"
-    gather = [s for s in document["jobs"]["publish"]["steps"] if s.get("uses", "").startswith("actions/download")]
+    gather = [s for s in document["jobs"]["publish"]["steps"] if s.get("name") == "Gather the variants"]
     assert gather and gather[0]["with"]["path"] == "kernels/img2gray/build"
 
     # The variants job, then one build job per variant (two of the matrix here), each on its own runner.
@@ -65,7 +74,7 @@ def test_the_workflow_is_valid_and_its_steps_build_gather_and_publish(tmp_path, 
         runner = tmp_path / f"runner-{index}"
         git("clone", "-q", str(repo), str(runner), cwd=tmp_path)
         env = dict(os.environ, KBUILD_CACHE=str(empty_compile_cache(tmp_path / f"cache-{index}")))
-        run_kbuild("build", runner / KERNEL, "--variant", variant, env=env)
+        run_kbuild("build", runner / KERNEL, "--variant", variant, "--locked", env=env)
         run_kbuild("check", runner / KERNEL, env=env)
         shutil.copytree(runner / KERNEL / "build" / variant, artifacts / variant)  # upload-artifact
 
@@ -91,3 +100,31 @@ print(kernel.__file__)
                             text=True)
     assert loaded.returncode == 0, loaded.stdout + loaded.stderr
     assert "torch211-cxx11-cu130-x86_64-linux" in loaded.stdout
+
+
+def test_the_workflow_passes_actionlint_and_zizmor(tmp_path):
+    """Current actions pinned to commits, least permissions per job, no template injection: the two
+    linters GitHub users run find nothing (zizmor offline, so that no finding depends on the network)."""
+    repo = repository(tmp_path / "repo")
+    run_kbuild("ci", "github", repo / KERNEL)
+    workflow = repo / ".github" / "workflows" / "kbuild-img2gray.yml"
+    tools = Path(PYTHON).parent
+    lint = subprocess.run([str(tools / "actionlint"), "-no-color", str(workflow)], capture_output=True, text=True)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    audit = subprocess.run([str(tools / "zizmor"), "--offline", "--no-progress", "--persona", "pedantic", str(workflow)],
+                           capture_output=True, text=True)
+    assert audit.returncode == 0, audit.stdout + audit.stderr
+    text = workflow.read_text()
+    for action in ("actions/checkout@", "actions/upload-artifact@", "actions/download-artifact@", "actions/cache@"):
+        assert all(len(line.split("@")[1].split()[0]) == 40 for line in text.splitlines() if action in line), action
+
+
+def test_kbuilds_own_release_workflow_passes_actionlint_and_zizmor():
+    workflow = Path(__file__).resolve().parents[2] / ".github" / "workflows" / "release.yml"
+    tools = Path(PYTHON).parent
+    lint = subprocess.run([str(tools / "actionlint"), "-no-color", str(workflow)], capture_output=True, text=True)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    audit = subprocess.run([str(tools / "zizmor"), "--offline", "--no-progress", str(workflow)], capture_output=True,
+                           text=True)
+    assert audit.returncode == 0, audit.stdout + audit.stderr
+    assert "scripts/wheel" in workflow.read_text()

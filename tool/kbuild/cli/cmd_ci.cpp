@@ -30,7 +30,7 @@ Result<ExitCode> run_ci_github(const CiOptions& options, Services& services) {
   if (services.fs.stat(path).exists && !options.force)
     return fail(path.string() + " exists; nothing was written", "pass --force to replace it", ExitCode::usage);
   KB_TRY(services.fs.write_file_atomic(path, workflow.text));
-  fmt::print("wrote {}\n", path.string());
+  fmt::print("wrote {}\nit needs these repository settings:\n{}", path.string(), usecase::k_workflow_settings);
   return ExitCode::ok;
 }
 

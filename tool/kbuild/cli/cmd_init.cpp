@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include "kbuild/cli/command.hpp"
+#include "kbuild/usecase/ci_workflow.hpp"
 #include "kbuild/usecase/init_project.hpp"
 
 namespace kbuild::cli {
@@ -46,6 +47,9 @@ Result<ExitCode> run_init(const InitOptions& given, Services& services) {
   std::string shown = options.dir.empty() ? options.name : options.dir;
   fmt::print("created {} ({} files{})\n\nnext:\n  kbuild build {}\n  kbuild test {}\n", request.target.string(),
              outcome.files.size(), git_note, shown, shown);
+  if (request.ci)
+    fmt::print("\nthe CI workflow (.github/workflows/kbuild-{}.yml) needs these repository settings:\n{}", request.name,
+               usecase::k_workflow_settings);
   return ExitCode::ok;
 }
 

@@ -240,8 +240,9 @@ struct Selection {
   std::vector<plan::VariantBuild> variants;
 };
 
-// --variant names that a local build makes (the names `kbuild build` prints) are built locally with the
-// --python Torch; other names come from the matrix. Nullopt: not such a request.
+// --variant names that a local build makes (the names `kbuild build` prints) but the matrix does not
+// list are built locally with the --python Torch; other names come from the matrix. Nullopt: not
+// such a request.
 bool names_variants_only(const BuildRequest& request) {
   return request.matrix && !request.filter.variants.empty() && request.filter.torch.empty() &&
          request.filter.cuda.empty();
@@ -249,7 +250,16 @@ bool names_variants_only(const BuildRequest& request) {
 
 std::optional<std::vector<std::string>> local_variant_names(const BuildRequest& request,
                                                             const config::KernelConfig& config,
-                                                            const toolchain::Toolchain& local) {
+                                                            const toolchain::Toolchain& local,
+                                                            const util::FileSystem& fs) {
+  // A name the matrix lists is the matrix's (its pinned toolchains), as is everything with --locked.
+  if (request.locked) return std::nullopt;
+  if (auto matrix = matrix_variant_names(fs, config, request.kernel_dir)) {
+    bool all_in_matrix = std::all_of(
+        request.filter.variants.begin(), request.filter.variants.end(),
+        [&](const std::string& name) { return std::find(matrix->begin(), matrix->end(), name) != matrix->end(); });
+    if (all_in_matrix) return std::nullopt;
+  }
   auto variants = select_local_variants(config, local, {}, [](const std::string&) {});
   if (!variants) return std::nullopt;
   std::set<std::string> names;
@@ -272,7 +282,7 @@ Result<Selection> select_variants(const BuildRequest& request, BuildServices& se
   std::optional<std::vector<std::string>> local_names;
   if (names_variants_only(request) && probe.need_torch) {
     if (auto local = toolchain::probe_local_toolchain(services.launcher, services.fs, probe)) {
-      local_names = local_variant_names(request, config, *local);
+      local_names = local_variant_names(request, config, *local, services.fs);
       selection.local = *local;
     }
   }

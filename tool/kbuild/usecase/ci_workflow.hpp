@@ -13,6 +13,13 @@
 
 namespace kbuild::usecase {
 
+/// What the workflow reads from the repository's settings, one per line, for people to set up.
+inline constexpr const char* k_workflow_settings =
+    "  vars.KBUILD_WHEEL_URL + vars.KBUILD_WHEEL_SHA256   kbuild's wheel, pinned (or vars.KBUILD_REPO +\n"
+    "                                                     vars.KBUILD_REF: kbuild built once per run)\n"
+    "  secrets.HF_TOKEN                                   publishing on tags v*\n"
+    "  vars.KBUILD_REMOTE_CACHE, secrets.KBUILD_REMOTE_CACHE_TOKEN   optional: a shared compile cache\n";
+
 struct CiWorkflow {
   std::filesystem::path path;  ///< <repository root>/.github/workflows/kbuild-<name>.yml
   std::string text;
