@@ -82,3 +82,17 @@ def test_the_installed_kbuild_builds_and_checks_a_kernel(installed, tmp_path):
         result = subprocess.run(["kbuild", *argv], cwd=tmp_path, env=env, capture_output=True, text=True)
         assert result.returncode == 0, (argv, result.stdout, result.stderr)
     assert "ok" in result.stdout
+
+
+@pytest.mark.parametrize("installer", ["uv", "pipx"])
+def test_uv_tool_install_and_pipx_install_work_the_same_way(wheel, installer, tmp_path):
+    tools = Path(PYTHON).parent
+    env = dict(os.environ, UV_TOOL_DIR=str(tmp_path / "tools"), UV_TOOL_BIN_DIR=str(tmp_path / "bin"),
+               PIPX_HOME=str(tmp_path / "pipx"), PIPX_BIN_DIR=str(tmp_path / "bin"), UV_OFFLINE="1",
+               UV_PYTHON=sys.executable)
+    argv = ([str(tools / "uv"), "tool", "install", str(wheel)] if installer == "uv"
+            else [str(tools / "pipx"), "install", "--python", sys.executable, str(wheel)])
+    result = subprocess.run(argv, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    version = subprocess.run([tmp_path / "bin" / "kbuild", "--version"], capture_output=True, text=True, check=True)
+    assert version.stdout.startswith("kbuild ")
