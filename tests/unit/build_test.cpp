@@ -200,10 +200,10 @@ TEST(BuildIdentity, ExplicitElseADigestOfTheBuildInputs) {
   }
   // In git, the commit and dirty flag are provenance; the id stays the digest of the inputs.
   launcher.programs["git"] = "/usr/bin/git";
-  launcher.answers["git -C /k rev-parse HEAD HEAD:./"] = {
-      0, std::string(40, 'c') + "\n" + "0123456789abcdef0123456789abcdef01234567\n", ""};
-  launcher.answers["git -C /k status --porcelain --untracked-files=no --ignore-submodules=all -- . :(exclude)build"] = {
-      0, " M x\n", ""};
+  launcher.answers
+      ["git -C /k status --porcelain=v2 --branch --untracked-files=no --ignore-submodules=all -- . "
+       ":(exclude)build"] = {
+      0, "# branch.oid " + std::string(40, 'c') + "\n# branch.head main\n1 .M N... 100644 100644 100644 a b x\n", ""};
   auto git = usecase::build_identity(fs, launcher, "/k", config, std::nullopt);
   ASSERT_TRUE(git);
   EXPECT_EQ(git->unique_id, first);

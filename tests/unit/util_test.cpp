@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "kbuild/util/fs.hpp"
+#include "kbuild/util/git.hpp"
 #include "kbuild/util/hash.hpp"
 #include "kbuild/util/log.hpp"
 #include "kbuild/util/strings.hpp"
@@ -133,4 +134,16 @@ TEST(Log, LevelsAndRedactionOfSecrets) {
   EXPECT_EQ(log::level_for(false, false, std::string("bogus")), log::Level::info);
   log::capture_for_testing({});
   log::set_level(log::Level::info);
+}
+
+TEST(Git, OneStatusGivesTheCommitAndWhetherTheTreeIsDirty) {
+  const std::string oid = "0123456789abcdef0123456789abcdef01234567";
+  auto clean = kbuild::util::parse_git_status("# branch.oid " + oid + "\n# branch.head main\n");
+  ASSERT_TRUE(clean);
+  EXPECT_EQ(clean->commit, oid);
+  EXPECT_FALSE(clean->dirty);
+  auto dirty = kbuild::util::parse_git_status("# branch.oid " + oid + "\n1 .M N... 100644 100644 100644 a b f.cu\n");
+  ASSERT_TRUE(dirty && dirty->dirty);
+  EXPECT_FALSE(kbuild::util::parse_git_status("# branch.oid (initial)\n# branch.head main\n"));  // no commit yet
+  EXPECT_FALSE(kbuild::util::parse_git_status("fatal: not a git repository\n"));
 }

@@ -115,15 +115,35 @@ std::vector<CompatMember> select_compat_members(const std::map<std::string, Arch
   return out;
 }
 
-Result<std::optional<fs::path>> prepare_stdcxx_compat(util::ProcessLauncher& launcher, util::FileSystem& fs,
-                                                      const util::CacheLayout& cache, const std::string& cxx) {
-  KB_TRY_ASSIGN(std::string archive_out, run_tool(launcher, {cxx, "-print-file-name=libstdc++.a"}));
-  KB_TRY_ASSIGN(std::string shared_out, run_tool(launcher, {cxx, "-print-file-name=libstdc++.so.6"}));
-  fs::path archive(std::string(util::trim(archive_out)));
-  fs::path shared(std::string(util::trim(shared_out)));
-  // Without a directory the compiler did not find the file.
-  if (!archive.has_parent_path() || !shared.has_parent_path() || !fs.stat(archive).is_file || !fs.stat(shared).exists)
-    return std::optional<fs::path>();
+namespace {
+
+constexpr std::string_view k_memo_header = "kbuild-stdcxx-compat 1";
+
+std::string stat_line(const util::FileSystem& fs, const fs::path& path) {
+  util::FileStat st = fs.stat(path);
+  return std::to_string(st.mtime_ns) + " " + std::to_string(st.size) + " " + path.string();
+}
+
+// The remembered answer when the compiler and both libstdc++ files are as they were.
+std::optional<std::optional<fs::path>> read_memo(const util::FileSystem& fs, const fs::path& memo_file,
+                                                 const fs::path& compiler) {
+  auto text = fs.read_file(memo_file);
+  if (!text) return std::nullopt;
+  auto lines = util::split(*text, '\n');
+  if (lines.size() < 5 || lines[0] != k_memo_header || lines[1] != stat_line(fs, compiler)) return std::nullopt;
+  for (size_t i = 2; i <= 3; ++i) {
+    size_t space = lines[i].find(' ', lines[i].find(' ') + 1);
+    if (space == std::string::npos || lines[i] != stat_line(fs, lines[i].substr(space + 1))) return std::nullopt;
+  }
+  if (lines[4] == "-") return std::optional<fs::path>();
+  if (!fs.stat(lines[4]).is_file) return std::nullopt;
+  return std::optional<fs::path>(fs::path(lines[4]));
+}
+
+// Builds (or finds in the cache) the compat archive from the compiler's libstdc++.a and .so.
+Result<std::optional<fs::path>> compat_archive(util::ProcessLauncher& launcher, util::FileSystem& fs,
+                                               const util::CacheLayout& cache, const std::string& cxx,
+                                               const fs::path& archive, const fs::path& shared) {
   KB_TRY_ASSIGN(std::string archive_sha, util::sha256_file_hex(fs, archive));
   KB_TRY_ASSIGN(std::string shared_sha, util::sha256_file_hex(fs, shared));
   util::Hasher hasher;
@@ -166,6 +186,29 @@ Result<std::optional<fs::path>> prepare_stdcxx_compat(util::ProcessLauncher& lau
   KB_TRY(fs.write_file_atomic(staging / ".complete", util::join(kept, "\n") + "\n"));
   KB_TRY(install_complete_dir(fs, staging, dir));  // another build's equal result may be kept instead
   return fs.stat(library).is_file ? std::optional<fs::path>(library) : std::optional<fs::path>();
+}
+
+}  // namespace
+
+Result<std::optional<fs::path>> prepare_stdcxx_compat(util::ProcessLauncher& launcher, util::FileSystem& fs,
+                                                      const util::CacheLayout& cache, const std::string& cxx,
+                                                      const fs::path& memo_file) {
+  auto compiler = launcher.find(cxx);
+  if (!memo_file.empty() && compiler)
+    if (auto remembered = read_memo(fs, memo_file, *compiler)) return *remembered;
+  KB_TRY_ASSIGN(std::string archive_out, run_tool(launcher, {cxx, "-print-file-name=libstdc++.a"}));
+  KB_TRY_ASSIGN(std::string shared_out, run_tool(launcher, {cxx, "-print-file-name=libstdc++.so.6"}));
+  fs::path archive(std::string(util::trim(archive_out)));
+  fs::path shared(std::string(util::trim(shared_out)));
+  // Without a directory the compiler did not find the file.
+  if (!archive.has_parent_path() || !shared.has_parent_path() || !fs.stat(archive).is_file || !fs.stat(shared).exists)
+    return std::optional<fs::path>();
+  KB_TRY_ASSIGN(auto library, compat_archive(launcher, fs, cache, cxx, archive, shared));
+  if (!memo_file.empty() && compiler)
+    (void)fs.write_file_atomic(memo_file, std::string(k_memo_header) + "\n" + stat_line(fs, *compiler) + "\n" +
+                                              stat_line(fs, archive) + "\n" + stat_line(fs, shared) + "\n" +
+                                              (library ? library->string() : "-") + "\n");
+  return library;
 }
 
 }  // namespace kbuild::toolchain

@@ -63,8 +63,13 @@ std::vector<CompatMember> select_compat_members(const std::map<std::string, Arch
 
 /// Builds (or finds in the cache) the archive for the host compiler `cxx`; nullopt when the
 /// compiler has no static libstdc++ or nothing is safe to link. Needs nm, objcopy and ar (binutils).
+/// With a `memo_file`, the answer is remembered by the (mtime, size) of the compiler and of its
+/// libstdc++.a and libstdc++.so.6, so a no-op build neither runs the compiler nor hashes them.
+/// Memo format (text): "kbuild-stdcxx-compat 1", then "<mtime_ns> <size> <path>" for the compiler,
+/// libstdc++.a and libstdc++.so.6, then the archive's path ("-" for none).
 Result<std::optional<std::filesystem::path>> prepare_stdcxx_compat(util::ProcessLauncher& launcher,
                                                                    util::FileSystem& fs, const util::CacheLayout& cache,
-                                                                   const std::string& cxx);
+                                                                   const std::string& cxx,
+                                                                   const std::filesystem::path& memo_file = {});
 
 }  // namespace kbuild::toolchain

@@ -4,19 +4,30 @@
 
 namespace kbuild::util {
 
+std::optional<GitState> parse_git_status(const std::string& porcelain_v2) {
+  std::optional<GitState> state;
+  bool changes = false;
+  for (const auto& line : split(porcelain_v2, '\n')) {
+    if (line.starts_with("# branch.oid ")) {
+      std::string oid(trim(line.substr(13)));
+      bool hex =
+          (oid.size() == 40 || oid.size() == 64) && oid.find_first_not_of("0123456789abcdef") == std::string::npos;
+      if (hex) state = GitState{oid, false};  // "(initial)": no commit yet
+    } else if (!line.empty() && line[0] != '#') {
+      changes = true;
+    }
+  }
+  if (state) state->dirty = changes;
+  return state;
+}
+
 std::optional<GitState> git_state(ProcessLauncher& launcher, const std::filesystem::path& dir) {
   if (!launcher.find("git")) return std::nullopt;
-  auto ids = launcher.run({"git", "-C", dir.string(), "rev-parse", "HEAD", "HEAD:./"});
-  if (!ids || ids->exit_code != 0) return std::nullopt;
-  auto lines = split(trim(ids->out), '\n');
-  if (lines.size() != 2 || lines[0].size() < 40) return std::nullopt;
-  GitState state{std::string(trim(lines[0])), std::string(trim(lines[1])), false};
   // build/ is what kbuild writes: a committed build/ (as on the Hub) must not make every rebuild dirty.
-  auto status = launcher.run({"git", "-C", dir.string(), "status", "--porcelain", "--untracked-files=no",
+  auto status = launcher.run({"git", "-C", dir.string(), "status", "--porcelain=v2", "--branch", "--untracked-files=no",
                               "--ignore-submodules=all", "--", ".", ":(exclude)build"});
   if (!status || status->exit_code != 0) return std::nullopt;
-  state.dirty = !trim(status->out).empty();
-  return state;
+  return parse_git_status(status->out);
 }
 
 }  // namespace kbuild::util
