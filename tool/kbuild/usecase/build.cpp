@@ -319,10 +319,9 @@ void add_stdcxx_compat(const BuildRequest& request, BuildServices& services, con
   bool any_compiled = std::any_of(selection.variants.begin(), selection.variants.end(),
                                   [](const auto& b) { return b.variant.compiled(); });
   if (!request.gate_libraries || !any_compiled) return;
-  auto compat = toolchain::prepare_stdcxx_compat(services.launcher, services.fs,
-                                                 util::CacheLayout::from_environment(services.env),
-                                                 selection.local.cxx.cxx.string(),
-                                                 request.kernel_dir / ".kbuild" / "stdcxx-compat.memo");
+  auto compat = toolchain::prepare_stdcxx_compat(
+      services.launcher, services.fs, util::CacheLayout::from_environment(services.env),
+      selection.local.cxx.cxx.string(), request.kernel_dir / ".kbuild" / "stdcxx-compat.memo");
   if (compat)
     plan_request.stdcxx_compat = *compat;
   else
