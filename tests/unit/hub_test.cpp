@@ -348,11 +348,13 @@ TEST(UrlDownload, FollowsRedirectsRetriesAndReportsFailures) {
   auto missing = download_url(transport, "https://github.example/archive/v9.zip", "/tmp/x.zip", options);
   ASSERT_FALSE(missing);
   EXPECT_NE(missing.error().message.find("HTTP 404"), std::string::npos);
-  EXPECT_EQ(missing.error().code, kbuild::ExitCode::toolchain);
+  EXPECT_EQ(missing.error().code, kbuild::ExitCode::network);  // docs/cli.md: network and server errors are 4
 
   transport.answers = {status(302, {{"Location", "file:///etc/passwd"}})};
   EXPECT_FALSE(download_url(transport, "https://github.example/a.zip", "/tmp/x.zip", options));
-  EXPECT_FALSE(download_url(transport, "ftp://example/a.zip", "/tmp/x.zip", options));
+  auto ftp = download_url(transport, "ftp://example/a.zip", "/tmp/x.zip", options);
+  ASSERT_FALSE(ftp);
+  EXPECT_EQ(ftp.error().code, kbuild::ExitCode::usage);  // a URL kbuild cannot use at all
   transport.answers.clear();
   for (int i = 0; i < 6; ++i) transport.answers.push_back(status(302, {{"Location", "/again"}}));
   auto loop = download_url(transport, "https://github.example/a.zip", "/tmp/x.zip", options);

@@ -69,3 +69,41 @@ TEST(LocalVariants, ATvmFfiKernelNeedsNoTorchAndSkipsBackendsWithoutComponents) 
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("no component for the cuda backend"), std::string::npos) << warnings[0];
 }
+
+TEST(LocalVariants, GeneralCudaBoundsApplyToTheLocalToolkitAsToTheMatrix) {
+  auto build_toml = [](const std::string& bounds) {
+    auto outcome = config::parse_build_toml(
+        "[general]\nname = \"kk\"\nversion = 1\nedition = 5\nlicense = \"MIT\"\nbackends = [\"cpu\", \"cuda\"]\n\n"
+        "[general.cuda]\n" +
+            bounds +
+            "\n[torch]\nsrc = [\"b.cpp\"]\n\n[kernel.c]\nbackend = \"cpu\"\ndepends = []\nsrc = [\"c.cpp\"]\n\n"
+            "[kernel.g]\nbackend = \"cuda\"\ndepends = []\nsrc = [\"g.cu\"]\n",
+        "build.toml");
+    EXPECT_TRUE(outcome.config) << config::format_diagnostics(outcome.diagnostics);
+    return *outcome.config;
+  };
+  auto tc = torch_2_11();
+  tc.torch.cuda = util::Version({13, 0});
+  tc.cuda = toolchain::CudaToolkit{
+      util::Version({13, 0, 88}), "/cuda", "/cuda/bin/nvcc", "/cuda/include", "/cuda/lib64", "system"};
+  std::vector<std::string> warnings;
+  auto warn = [&](const std::string& w) { warnings.push_back(w); };
+  // maxver 12.9: the cuda backend is skipped (the cpu variant remains), as kernel-builder does.
+  auto skipped = usecase::select_local_variants(build_toml("maxver = \"12.9\""), tc, {}, warn);
+  ASSERT_TRUE(skipped) << skipped.error().message;
+  ASSERT_EQ(skipped->size(), 1u);
+  EXPECT_EQ(skipped->front().variant.name(), "torch211-cxx11-cpu-x86_64-linux");
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0],
+            "the CUDA toolkit here is CUDA 13.0, above general.cuda.maxver 12.9: skipping the cuda backend, as "
+            "kernel-builder does");
+  // Asked for by --backend cuda, it is an error; minver likewise.
+  auto refused = usecase::select_local_variants(build_toml("minver = \"13.1\""), tc, {"cuda"}, warn);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, ExitCode::toolchain);
+  EXPECT_NE(refused.error().message.find("below general.cuda.minver 13.1"), std::string::npos);
+  // Within the bounds, both variants.
+  auto within = usecase::select_local_variants(build_toml("minver = \"12.0\"\nmaxver = \"13.0\""), tc, {}, warn);
+  ASSERT_TRUE(within);
+  EXPECT_EQ(within->size(), 2u);
+}

@@ -70,9 +70,13 @@ Result<std::string> list_local(const VariantsOptions& options, const config::Ker
   probe.cxx = services.env.get_or("CXX", "g++");
   probe.need_torch = config.framework != config::Framework::tvm_ffi;
   KB_TRY_ASSIGN(toolchain::Toolchain local, toolchain::probe_local_toolchain(services.launcher, services.fs, probe));
-  KB_TRY_ASSIGN(auto variants, usecase::select_local_variants(
-                                   config, local, {}, [&](const std::string& why) { left_out.push_back(why); }));
-  for (const auto& build : variants) {
+  auto variants =
+      usecase::select_local_variants(config, local, {}, [&](const std::string& why) { left_out.push_back(why); });
+  // Nothing buildable here is an empty list with the reasons (docs/cli.md: --json is always JSON).
+  const std::string origin = "local (" + *options.python + ", torch " + local.torch.version_string + ")";
+  if (!variants && variants.error().code == ExitCode::toolchain && !left_out.empty()) return origin;
+  if (!variants) return fail(variants.error());
+  for (const auto& build : *variants) {
     if (auto reason = plan::unbuildable_reason(config, build.variant.backend)) {
       left_out.push_back(build.variant.name() + ": " + *reason);
       continue;
@@ -81,7 +85,7 @@ Result<std::string> list_local(const VariantsOptions& options, const config::Ker
     if (build.variant.backend == config::Backend::cuda && local.cuda) cuda = local.cuda->version;
     list.push_back(variant_json(build.variant, local.torch.version, cuda, true));
   }
-  return "local (" + *options.python + ", torch " + local.torch.version_string + ")";
+  return origin;
 }
 
 Result<ExitCode> run_variants(const VariantsOptions& options, Services& services) {

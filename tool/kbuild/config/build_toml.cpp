@@ -33,7 +33,7 @@ bool is_valid_git_url(std::string_view url) {
          colon + 1 < url.size() && url[colon + 1] != '/' && url.find('/') > at;
 }
 
-std::expected<std::string, std::string> normalize_kernel_path(std::string_view path) {
+std::expected<std::string, std::string> normalize_kernel_path(std::string_view path, bool directory) {
   if (path.empty()) return std::unexpected("an empty path");
   if (std::any_of(path.begin(), path.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; }))
     return std::unexpected("\"" + util::printable(path) + "\" contains a control character");
@@ -47,6 +47,7 @@ std::expected<std::string, std::string> normalize_kernel_path(std::string_view p
                              "\" must not contain \"..\" (paths stay inside the kernel directory)");
     parts.push_back(part);
   }
+  if (parts.empty() && directory) return std::string(".");
   if (parts.empty()) return std::unexpected("\"" + std::string(path) + "\" names the kernel directory itself");
   return util::join(parts, "/");
 }

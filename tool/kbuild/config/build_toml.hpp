@@ -49,8 +49,9 @@ constexpr size_t k_max_kernel_name = 200;
 bool is_valid_kernel_name(std::string_view name);
 /// A path of build.toml made canonical: relative, '/'-separated, without "." components; an error
 /// (the reason) for an empty or absolute path, a ".." component, or a control character (a NUL
-/// would silently cut the path short).
-std::expected<std::string, std::string> normalize_kernel_path(std::string_view path);
+/// would silently cut the path short). The kernel directory itself ("." or "./") is "." where a
+/// directory may be named (`include = ["."]`, which kernel-builder accepts), an error elsewhere.
+std::expected<std::string, std::string> normalize_kernel_path(std::string_view path, bool directory = false);
 /// CUDA capabilities that exist (compute capability major.minor of a real GPU architecture).
 const std::vector<std::string>& known_cuda_capabilities();
 bool is_valid_git_url(std::string_view url);

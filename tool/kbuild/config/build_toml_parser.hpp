@@ -78,6 +78,7 @@ class Parser {
     return {m_file, static_cast<int>(region.begin.line), static_cast<int>(region.begin.column)};
   }
   SourceLocation at(const toml::node* node) const { return node ? at(node->source()) : SourceLocation{m_file, 1, 1}; }
+  void check_cuda_capabilities(const std::vector<std::string>& caps, const toml::array& array);
   void error(SourceLocation where, std::string message, std::string hint = {}, bool v3_tolerable = false) {
     m_diagnostics.push_back({{Severity::error, std::move(where), std::move(message), std::move(hint)}, v3_tolerable});
   }

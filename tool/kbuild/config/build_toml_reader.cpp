@@ -54,7 +54,7 @@ std::optional<std::vector<std::string>> TableReader::strings(std::string_view ke
     }
     std::string value = *element.value<std::string>();
     if (path_kind) {
-      auto normalised = normalize_kernel_path(value);
+      auto normalised = normalize_kernel_path(value, key == "include");
       if (!normalised) {
         m_parser.error(m_parser.at(&element), m_name + "." + std::string(key) + ": " + normalised.error(),
                        "paths are relative to the kernel directory, e.g. \"src/kernel.cu\"");
@@ -62,11 +62,12 @@ std::optional<std::vector<std::string>> TableReader::strings(std::string_view ke
         continue;
       }
       if (auto [it, fresh] = seen.emplace(*normalised, i); !fresh) {
-        m_parser.error(m_parser.at(&element),
-                       m_name + "." + std::string(key) + " lists \"" + *normalised + "\" twice (entries " +
-                           std::to_string(it->second + 1) + " and " + std::to_string(i + 1) + ")",
-                       "remove one of them");
-        ok = false;
+        // kernel-builder's CMake adds a repeated source to its target once; so does kbuild.
+        m_parser.warning(m_parser.at(&element),
+                         m_name + "." + std::string(key) + " lists \"" + *normalised + "\" twice (entries " +
+                             std::to_string(it->second + 1) + " and " + std::to_string(i + 1) +
+                             "); it is used once, as kernel-builder does",
+                         "remove one of them");
         continue;
       }
       value = *normalised;

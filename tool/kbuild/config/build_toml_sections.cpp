@@ -199,11 +199,17 @@ void Parser::parse_torch(TableReader& torch, bool edition5, KernelConfig& config
 void Parser::parse_noarch(TableReader& noarch, KernelConfig& config) {
   TorchNoarch& n = config.noarch;
   if (auto pyext = noarch.strings("pyext")) n.pyext = *pyext;
-  // kernel-builder's code spells these in snake_case while its docs use kebab-case: accept both.
+  // kernel-builder's parser takes these in snake_case while its docs write kebab-case: kbuild takes
+  // both, and warns about the spelling kernel-builder (and the Hub's CI) would refuse.
   for (const char* key : {"cuda_capabilities", "cuda-capabilities"})
     if (auto caps = noarch.strings(key)) n.cuda_capabilities = *caps;
   for (const char* key : {"rocm_archs", "rocm-archs"})
     if (auto archs = noarch.strings(key)) n.rocm_archs = *archs;
+  for (const auto& [kebab, snake] :
+       {std::pair{"cuda-capabilities", "cuda_capabilities"}, std::pair{"rocm-archs", "rocm_archs"}})
+    if (const toml::node* node = noarch.take(kebab))
+      warning(at(node), std::string("torch-noarch.") + kebab + ": kernel-builder's parser refuses this spelling",
+              std::string("write ") + snake + " (kbuild reads both)");
   noarch.finish();
 }
 
@@ -213,6 +219,38 @@ void Parser::parse_tvm_ffi(TableReader& tvm, KernelConfig& config) {
   if (auto pyext = tvm.strings("pyext")) config.torch.pyext = *pyext;
   if (auto flags = tvm.strings("cxx-flags")) config.torch.cxx_flags = *flags;
   tvm.finish();
+}
+
+// kernel-builder's CMake drops empty elements (an all-empty list means the defaults) and intersects the
+// list with each CUDA version's loosely, so a capability of no architecture ("11.8") among real ones
+// is dropped there too: both are warnings. A list of unknown capabilities only would build nothing.
+void Parser::check_cuda_capabilities(const std::vector<std::string>& caps, const toml::array& array) {
+  const auto& known = known_cuda_capabilities();
+  auto base_of = [](const std::string& cap) {
+    std::string base = cap.substr(0, cap.find('+'));
+    if (base.ends_with('a') || base.ends_with('f')) base.pop_back();
+    return base;
+  };
+  bool any_known = std::any_of(caps.begin(), caps.end(), [&](const std::string& cap) {
+    return is_valid_cuda_capability(cap) && std::find(known.begin(), known.end(), base_of(cap)) != known.end();
+  });
+  for (size_t i = 0; i < caps.size(); ++i) {
+    const std::string& cap = caps[i];
+    if (cap.empty()) {
+      warning(at(array.get(i)), "an empty CUDA capability is ignored, as kernel-builder does",
+              "remove it (without any capability, the default list of the CUDA version is used)");
+    } else if (!is_valid_cuda_capability(cap)) {
+      error(at(array.get(i)), "\"" + cap + "\" is not a CUDA capability",
+            "write capabilities as \"9.0\", \"9.0a\", \"10.0f\" or \"12.0+PTX\"");
+    } else if (std::find(known.begin(), known.end(), base_of(cap)) == known.end()) {
+      std::string message = "\"" + cap + "\" is not the capability of any CUDA architecture";
+      std::string hint = "known capabilities: " + util::join(known, ", ");
+      if (any_known)
+        warning(at(array.get(i)), message + "; it is ignored, as kernel-builder does", hint);
+      else
+        error(at(array.get(i)), message + " (and no other capability is listed: nothing would be built)", hint);
+    }
+  }
 }
 
 void Parser::parse_component(const std::string& name, const toml::table& table, KernelConfig& config) {
@@ -253,26 +291,7 @@ void Parser::parse_component(const std::string& name, const toml::table& table, 
   bool any = !backend.has_value();  // unknown backend: accept every key, report the backend only
   if (any || backend == Backend::cuda) {
     if (auto caps = reader.strings("cuda-capabilities")) {
-      const toml::array* array = table.get("cuda-capabilities")->as_array();
-      for (size_t i = 0; i < caps->size(); ++i) {
-        const std::string& cap = (*caps)[i];
-        if (cap.empty()) {
-          // kernel-builder's CMake drops empty list elements (an all-empty list means the defaults).
-          warning(at(array->get(i)), "an empty CUDA capability is ignored, as kernel-builder does",
-                  "remove it (without any capability, the default list of the CUDA version is used)");
-        } else if (!is_valid_cuda_capability(cap)) {
-          error(at(array->get(i)), "\"" + cap + "\" is not a CUDA capability",
-                "write capabilities as \"9.0\", \"9.0a\", \"10.0f\" or \"12.0+PTX\"");
-        } else {
-          // The architecture must exist (kernel-builder would fail later, at configure time).
-          std::string base = cap.substr(0, cap.find('+'));
-          if (base.ends_with('a') || base.ends_with('f')) base.pop_back();
-          const auto& known = known_cuda_capabilities();
-          if (std::find(known.begin(), known.end(), base) == known.end())
-            error(at(array->get(i)), "\"" + cap + "\" is not the capability of any CUDA architecture",
-                  "known capabilities: " + util::join(known, ", "));
-        }
-      }
+      check_cuda_capabilities(*caps, *table.get("cuda-capabilities")->as_array());
       std::erase(*caps, std::string());
       component.cuda_capabilities = *caps;
     }

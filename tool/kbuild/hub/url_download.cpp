@@ -7,8 +7,10 @@ namespace kbuild::hub {
 
 namespace {
 
-Error download_error(std::string message, std::string hint) {
-  return Error{ExitCode::toolchain, std::move(message), std::move(hint)};
+// A download that the network or the server failed is a network error (exit code 4, docs/cli.md);
+// a URL kbuild cannot use at all is a usage error (2).
+Error download_error(std::string message, std::string hint, ExitCode code = ExitCode::network) {
+  return Error{code, std::move(message), std::move(hint)};
 }
 
 // "scheme://host[:port]" of an absolute URL; empty when `url` is not one.
@@ -26,7 +28,7 @@ Result<std::uint64_t> download_url(net::HttpTransport& transport, const std::str
                                    const std::filesystem::path& destination, const UrlDownloadOptions& options) {
   if (!is_http_url(url))
     return fail(download_error("cannot download \"" + url + "\": only http:// and https:// URLs are supported",
-                               "give an http(s) URL"));
+                               "give an http(s) URL", ExitCode::usage));
   auto sleep = options.sleep ? options.sleep : [](double seconds) {
     std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
   };

@@ -20,6 +20,9 @@ class MatrixExpander {
   std::vector<MatrixEntry> expand() {
     select_torch_versions();
     add_noarch_entries();
+    for (config::Backend backend : m_config.general.backends)
+      if (backend != config::Backend::cpu && backend != config::Backend::cuda && compiles(backend))
+        note(config::to_string(backend) + ": kbuild does not build " + config::to_string(backend) + " variants");
     bool noarch_framework = m_config.framework == config::Framework::torch_noarch;
     if (!noarch_framework && m_spec.cpu && compiles(config::Backend::cpu))
       for (const auto& torch : torch_versions_for(config::Backend::cpu))

@@ -34,6 +34,18 @@ Result<void> check_torch_matches_toolkit(const toolchain::Toolchain& tc,
   return {};
 }
 
+// Why a toolkit of `version` is outside [general.cuda] minver/maxver ("CUDA 13.0, above general.cuda.maxver
+// 12.9"), compared by major.minor as the matrix does; nullopt within.
+std::optional<std::string> cuda_outside_bounds(const config::KernelConfig& config, const util::Version& version) {
+  const util::Version minor({version.major(), version.minor()});
+  const auto& general = config.general;
+  if (general.cuda_minver && minor < util::Version({general.cuda_minver->major(), general.cuda_minver->minor()}))
+    return "CUDA " + minor.str() + ", below general.cuda.minver " + general.cuda_minver->str();
+  if (general.cuda_maxver && minor > *general.cuda_maxver)
+    return "CUDA " + minor.str() + ", above general.cuda.maxver " + general.cuda_maxver->str();
+  return std::nullopt;
+}
+
 // --backend names must be backends of general.backends.
 Result<void> check_wanted_backends(const config::KernelConfig& config, const std::vector<std::string>& wanted) {
   for (const auto& name : wanted) {
@@ -108,6 +120,14 @@ Result<std::vector<plan::VariantBuild>> select_local_variants(const config::Kern
           return fail("no CUDA toolkit found for --backend cuda", "put nvcc on PATH or set CUDA_HOME",
                       ExitCode::toolchain);
         warn("no CUDA toolkit found (nvcc not on PATH, CUDA_HOME unset): skipping the cuda backend");
+        continue;
+      }
+      // [general.cuda] minver/maxver bound the toolkit as they bound the matrix's CUDA versions.
+      if (auto outside = cuda_outside_bounds(config, tc.cuda->version)) {
+        if (requested)
+          return fail("the CUDA toolkit here is " + *outside, "use a CUDA toolkit within the bounds (CUDA_HOME)",
+                      ExitCode::toolchain);
+        warn("the CUDA toolkit here is " + *outside + ": skipping the cuda backend, as kernel-builder does");
         continue;
       }
       // A tvm-ffi variant involves no Torch: the toolkit alone decides.
