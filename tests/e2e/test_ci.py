@@ -38,8 +38,12 @@ def test_the_workflow_is_valid_and_its_steps_build_gather_and_publish(tmp_path, 
     written = run_kbuild("ci", "github", repo / KERNEL)
     workflow = repo / ".github" / "workflows" / "kbuild-img2gray.yml"
     assert str(workflow) in written.stdout
+    again = run_kbuild("ci", "github", repo / KERNEL)  # as right after kbuild init: nothing to do
+    assert "already there and up to date" in again.stdout
+    workflow.write_text(workflow.read_text() + "# edited\n")
     refused = run_kbuild("ci", "github", repo / KERNEL, check=False)
     assert refused.returncode == 2 and "--force" in refused.stderr
+    run_kbuild("ci", "github", repo / KERNEL, "--force")
 
     lint = subprocess.run([str(Path(PYTHON).parent / "check-jsonschema"), "--builtin-schema", "vendor.github-workflows",
                            str(workflow)], capture_output=True, text=True)

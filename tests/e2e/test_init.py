@@ -90,8 +90,12 @@ def test_init_takes_the_name_as_an_option_too(tmp_path):
     assert 'name = "named-relu"' in (tmp_path / "somewhere" / "build.toml").read_text()
     run_kbuild("init", "--name", "here-relu", "--no-git", "--no-ci", cwd=tmp_path)
     assert (tmp_path / "here-relu" / "build.toml").is_file()
-    nameless = run_kbuild("init", check=False)
-    assert nameless.returncode == 2 and "init needs the kernel's name" in nameless.stderr
+    # No name: the current directory's, scaffolded there; refused here (the directory has files).
+    busy = tmp_path / "busy-relu"
+    busy.mkdir()
+    (busy / "file").write_text("x")
+    nameless = run_kbuild("init", cwd=busy, check=False)
+    assert nameless.returncode == 2 and "not empty" in nameless.stderr and "--overwrite" in nameless.stderr
 
 
 def test_init_refuses_bad_names_and_non_empty_directories(tmp_path):
@@ -111,3 +115,29 @@ def test_help_lists_the_commands_and_exit_codes():
     assert "Exit codes" in result.stdout
     result = run_kbuild("frobnicate", check=False)
     assert result.returncode == 2
+
+
+def test_init_speaks_kernel_builders_spellings(tmp_path):
+    # --name OWNER/REPO (the repository id too), --backends as separate words.
+    run_kbuild("init", "--name", "drbh/my-relu", "--backends", "cpu", "cuda", "--no-ci", "--no-git", cwd=tmp_path)
+    toml = (tmp_path / "my-relu" / "build.toml").read_text()
+    assert 'repo-id = "drbh/my-relu"' in toml and 'backends = ["cpu", "cuda"]' in toml
+    run_kbuild("init", "other", "--backends", "all", "--no-ci", "--no-git", cwd=tmp_path)
+    assert 'backends = ["cpu", "cuda"]' in (tmp_path / "other" / "build.toml").read_text()
+    refused = run_kbuild("init", "third", "--backends", "cpu", "metal", cwd=tmp_path, check=False)
+    assert refused.returncode == 2 and 'not "metal"' in refused.stderr and not (tmp_path / "third").exists()
+    # No name in an empty directory: the directory's name, scaffolded there.
+    here = tmp_path / "from-cwd"
+    here.mkdir()
+    out = run_kbuild("init", "--no-ci", "--no-git", cwd=here).stdout
+    assert f"created {here} " in out and 'name = "from-cwd"' in (here / "build.toml").read_text()
+    # --overwrite writes into a directory that has files, replacing only same-named ones.
+    (here / "notes.txt").write_text("keep me")
+    (here / "build.toml").write_text("broken")
+    assert run_kbuild("init", "--no-ci", "--no-git", cwd=here, check=False).returncode == 2
+    run_kbuild("init", "--no-ci", "--no-git", "--overwrite", cwd=here)
+    assert (here / "notes.txt").read_text() == "keep me" and 'name = "from-cwd"' in (here / "build.toml").read_text()
+    # The scaffold follows kbuild's own reproducibility rule (no anonymous namespace in .cu files) and
+    # its README names kbuild test.
+    cu = next((tmp_path / "my-relu").rglob("*.cu")).read_text()
+    assert "namespace {" not in cu and "kbuild test" in (tmp_path / "my-relu" / "README.md").read_text()

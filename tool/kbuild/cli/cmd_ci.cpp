@@ -27,8 +27,17 @@ Result<ExitCode> run_ci_github(const CiOptions& options, Services& services) {
     return ExitCode::ok;
   }
   auto path = options.output.empty() ? workflow.path : std::filesystem::absolute(options.output);
-  if (services.fs.stat(path).exists && !options.force)
-    return fail(path.string() + " exists; nothing was written", "pass --force to replace it", ExitCode::usage);
+  if (services.fs.stat(path).exists && !options.force) {
+    // `kbuild init` writes the same workflow: right after it, there is nothing to do.
+    if (services.fs.read_file(path).value_or("") == workflow.text) {
+      fmt::print("{} is already there and up to date (kbuild init writes it)\n", path.string());
+      return ExitCode::ok;
+    }
+    return fail(path.string() +
+                    " exists and differs from what kbuild would write now (edited, or written by "
+                    "an older kbuild); nothing was written",
+                "pass --force to regenerate it (your edits to it are lost), or --stdout to compare", ExitCode::usage);
+  }
   KB_TRY(services.fs.write_file_atomic(path, workflow.text));
   fmt::print("wrote {}\nit needs these repository settings:\n{}", path.string(), usecase::k_workflow_settings);
   return ExitCode::ok;

@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include "kbuild/cli/command.hpp"
+#include "kbuild/config/model.hpp"
 #include "kbuild/usecase/ci_workflow.hpp"
 #include "kbuild/usecase/init_project.hpp"
 
@@ -19,19 +20,60 @@ struct InitOptions {
   std::vector<std::string> backends = {"cpu", "cuda"};
   bool no_git = false;
   bool no_ci = false;
+  bool overwrite = false;
+  bool backends_given = false;
 };
 
-Result<ExitCode> run_init(const InitOptions& given, Services& services) {
-  // `kbuild init NAME [DIR]`, or `kbuild init [DIR] --name NAME` (kernel-builder's spelling).
-  InitOptions options = given;
+// CLI11 fills the positionals NAME and DIR before a many-valued option, so `--backends cpu cuda` leaves
+// "cuda" in a positional: with --backends given, positionals that name a backend are backends.
+void collect_backend_words(InitOptions& options) {
+  if (!options.backends_given) return;
+  std::vector<std::string> positionals;
+  for (auto* word : {&options.name, &options.dir}) {
+    bool backend = *word == "all" || config::parse_backend(*word).has_value();
+    if (backend)
+      options.backends.push_back(*word);
+    else if (!word->empty())
+      positionals.push_back(*word);
+  }
+  options.name = positionals.size() > 0 ? positionals[0] : "";
+  options.dir = positionals.size() > 1 ? positionals[1] : "";
+}
+
+// kernel-builder's spellings: `--name OWNER/REPO` (the repository id too), `--backends cpu cuda` or
+// `cpu,cuda` (and `all`: every backend init scaffolds), no name at all in an empty directory (its name).
+Result<InitOptions> kernel_builder_spellings(InitOptions options) {
+  collect_backend_words(options);
   if (!options.name_option.empty()) {
     if (!options.dir.empty())
       return fail("with --name, init takes one directory", "kbuild init [DIR] --name NAME", ExitCode::usage);
     options.dir = options.name;
     options.name = options.name_option;
   }
-  if (options.name.empty())
-    return fail("init needs the kernel's name", "kbuild init NAME [DIR], e.g. kbuild init my-relu", ExitCode::usage);
+  if (auto slash = options.name.find('/'); slash != std::string::npos) {
+    if (options.repo_id.empty()) options.repo_id = options.name;
+    options.name = options.name.substr(slash + 1);
+  }
+  if (options.name.empty()) {
+    std::error_code ec;
+    options.name = std::filesystem::current_path(ec).filename().string();
+    options.dir = ".";
+  }
+  std::vector<std::string> backends;
+  for (const auto& backend : options.backends) {
+    if (backend == "all") {
+      backends.insert(backends.end(), {"cpu", "cuda"});
+    } else if (std::find(backends.begin(), backends.end(), backend) == backends.end()) {
+      backends.push_back(backend);
+    }
+  }
+  options.backends = backends;
+  return options;
+}
+
+Result<ExitCode> run_init(const InitOptions& given, Services& services) {
+  // `kbuild init NAME [DIR]`, or `kbuild init [DIR] --name NAME` (kernel-builder's spelling).
+  KB_TRY_ASSIGN(InitOptions options, kernel_builder_spellings(given));
   usecase::InitRequest request;
   request.name = options.name;
   request.target = absolute_dir(options.dir.empty() ? options.name : options.dir);
@@ -40,6 +82,7 @@ Result<ExitCode> run_init(const InitOptions& given, Services& services) {
   request.backends = options.backends;
   request.git = !options.no_git;
   request.ci = !options.no_ci;
+  request.overwrite = options.overwrite;
   KB_TRY_ASSIGN(usecase::InitOutcome outcome, usecase::init_project(request, services.fs, services.launcher));
   std::string git_note = options.no_git        ? ""
                          : outcome.git_created ? ", a git repository with the files staged"
@@ -60,18 +103,30 @@ void register_init(CLI::App& app, CommandAction& action) {
   CLI::App* cmd = app.add_subcommand("init",
                                      "Create a new kernel project (a relu op with CPU and CUDA components, tests "
                                      "and a CI workflow)");
-  cmd->add_option("name", options->name, "Kernel name, e.g. my-relu (with --name: the directory)");
+  cmd->add_option("name", options->name,
+                  "Kernel name, e.g. my-relu, or OWNER/NAME (the Hub repository too); with --name: the directory. "
+                  "Default: the current directory's name, scaffolded there");
   cmd->add_option("dir", options->dir, "Directory to create (default: NAME)");
-  cmd->add_option("--name", options->name_option, "Kernel name, the positional argument then being the directory");
+  cmd->add_option("--name", options->name_option,
+                  "Kernel name or OWNER/NAME (kernel-builder's spelling), the positional argument then being the "
+                  "directory");
   cmd->add_option("--repo-id", options->repo_id, "Hub repository for [general.hub] (default: your-org/NAME)");
   cmd->add_option("--license", options->license, "SPDX license of the kernel (general.license)")->capture_default_str();
-  cmd->add_option("--backends", options->backends, "Components to scaffold: cpu, cuda or cpu,cuda")
+  cmd->add_option("--backends", options->backends,
+                  "Components to scaffold: cpu, cuda, both (cpu,cuda or cpu cuda, as kernel-builder writes it) or "
+                  "all")
       ->delimiter(',')
+      ->expected(1, -1)
       ->capture_default_str();
+  cmd->add_flag("--overwrite", options->overwrite,
+                "Write the scaffold into a directory that is not empty (files of the same names are replaced)");
   cmd->add_flag("--no-git", options->no_git, "Do not create a git repository in the new directory");
   cmd->add_flag("--no-ci", options->no_ci,
                 "Do not write .github/workflows/kbuild-NAME.yml (the workflow of kbuild ci github)");
-  cmd->callback([options, &action] { action = [options](Services& s) { return run_init(*options, s); }; });
+  cmd->callback([options, cmd, &action] {
+    options->backends_given = cmd->get_option("--backends")->count() > 0;
+    action = [options](Services& s) { return run_init(*options, s); };
+  });
 }
 
 }  // namespace kbuild::cli

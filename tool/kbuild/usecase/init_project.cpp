@@ -31,6 +31,22 @@ std::string without_table(std::string toml, const std::string& header) {
   return toml;
 }
 
+// Moves every file under `from` to the same place under `to`, replacing files, keeping the others.
+Result<void> merge_into(util::FileSystem& fs, const std::filesystem::path& from, const std::filesystem::path& to) {
+  KB_TRY_ASSIGN(auto entries, fs.list_dir(from));
+  for (const auto& entry : entries) {
+    const auto target = to / entry.name;
+    const auto st = fs.stat(target);
+    if (entry.is_dir && st.is_dir) {
+      KB_TRY(merge_into(fs, from / entry.name, target));
+      continue;
+    }
+    if (st.exists) KB_TRY(fs.remove_all(target));
+    KB_TRY(fs.rename(from / entry.name, target));
+  }
+  return {};
+}
+
 Result<void> validate(const InitRequest& request, const util::FileSystem& fs) {
   if (!config::is_valid_kernel_name(request.name))
     return fail("\"" + request.name + "\" is not a valid kernel name",
@@ -48,13 +64,19 @@ Result<void> validate(const InitRequest& request, const util::FileSystem& fs) {
   for (const auto& backend : request.backends)
     if (backend != "cpu" && backend != "cuda")
       return fail("init scaffolds cpu and cuda components, not \"" + backend + "\"",
-                  "use --backends cpu, cuda or cpu,cuda; other backends' components go into build.toml by hand",
+                  std::string(config::parse_backend(backend) ? "kbuild builds cpu and cuda variants; " + backend +
+                                                                   " components go into build.toml by hand"
+                                                             : "\"" + backend + "\" is not a backend") +
+                      " (--backends cpu, cuda, cpu cuda or all; a kernel name goes before --backends)",
                   ExitCode::usage);
   if (auto st = fs.stat(request.target); st.exists) {
     auto entries = fs.list_dir(request.target);
-    if (!st.is_dir || !entries || !entries->empty())
-      return fail(request.target.string() + " already exists and is not empty; nothing was written",
+    if (!st.is_dir)
+      return fail(request.target.string() + " exists and is not a directory; nothing was written",
                   "choose another directory", ExitCode::usage);
+    if ((!entries || !entries->empty()) && !request.overwrite)
+      return fail(request.target.string() + " already exists and is not empty; nothing was written",
+                  "choose another directory, or pass --overwrite to write the scaffold into it", ExitCode::usage);
   }
   return {};
 }
@@ -110,12 +132,11 @@ Result<InitOutcome> init_project(const InitRequest& request, util::FileSystem& f
     (void)fs.remove_all(staging);
     return fail(written.error());
   }
-  // Into place: renamed as a whole, or, into an existing empty directory (the current one, a mount
-  // point), entry by entry, so that the directory itself is kept.
+  // Into place: renamed as a whole, or, into an existing directory (the current one, a mount point;
+  // with --overwrite one that has files), merged entry by entry, so that the directory is kept.
   Result<void> placed = [&]() -> Result<void> {
     if (!fs.stat(request.target).exists) return fs.rename(staging, request.target);
-    KB_TRY_ASSIGN(auto entries, fs.list_dir(staging));
-    for (const auto& entry : entries) KB_TRY(fs.rename(staging / entry.name, request.target / entry.name));
+    KB_TRY(merge_into(fs, staging, request.target));
     return fs.remove_all(staging);
   }();
   if (!placed) {

@@ -23,6 +23,7 @@ struct InitRequest {
   std::vector<std::string> backends = {"cpu", "cuda"};  ///< a non-empty subset of cpu, cuda
   bool git = true;                                      ///< git init + add
   bool ci = true;                                       ///< .github/workflows/kbuild-<name>.yml
+  bool overwrite = false;  ///< write into a target that is not empty (same-named files replaced, others kept)
 };
 
 struct InitOutcome {
