@@ -207,10 +207,17 @@ def test_failing_compile_shows_command_and_output_and_keep_going(kernel_copy):
     cu.write_text(cu.read_text() + "\nthis is not C++;\n")
     result = run_kbuild(*build_args(kernel_copy, "-j", "1"), check=False)
     assert result.returncode == 1
-    assert "FAILED: CUDA img2gray_cuda/img2gray.cu" in result.stdout
-    assert "nvcc" in result.stdout and "-gencode" in result.stdout  # the command
-    assert "error" in result.stdout  # the compiler's output
+    # Diagnostics on stderr (docs/cli.md, "Streams"); the ~1,400-character command only with -v.
+    assert "FAILED: CUDA img2gray_cuda/img2gray.cu" in result.stderr
+    assert "error" in result.stderr and "error" not in result.stdout  # the compiler's output
+    assert "-gencode" not in result.stderr
     assert "kbuild: error: build failed: 1 job failed" in result.stderr
+    verbose = run_kbuild(*build_args(kernel_copy, "-j", "1", "-v"), check=False)
+    assert "nvcc" in verbose.stderr and "-gencode" in verbose.stderr  # the command
+    # --json: stdout is one JSON document, the error, even when the build fails.
+    as_json = run_kbuild(*build_args(kernel_copy, "-j", "1", "--json"), check=False)
+    assert as_json.returncode == 1
+    assert json.loads(as_json.stdout)["error"]["kind"] == "failure", as_json.stdout
     assert not list(kernel_copy.rglob("*.tmp"))
     # --keep-going still builds the CPU variant, which does not depend on the broken file.
     result = run_kbuild(*build_args(kernel_copy, "--keep-going"), check=False)

@@ -162,3 +162,45 @@ TEST_F(VolatileFixture, TheCacheServesUnitsThatDoNotNameTheIdAcrossIds) {
   EXPECT_EQ(cache->run_counters().hits, 2u);
   EXPECT_EQ(state.find("v/compile/binding")->volatile_value, "_relu_cpu_a");
 }
+
+namespace {
+std::string read_all(std::FILE* file) {
+  std::rewind(file);
+  std::string text;
+  char buffer[4096];
+  for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, file)) > 0;) text.append(buffer, n);
+  return text;
+}
+}  // namespace
+
+TEST(TerminalReporter, CompilerErrorsGoToStderrOnceWithTheCommandOnlyWhenVerbose) {
+  for (bool verbose : {false, true}) {
+    std::FILE* out = std::tmpfile();
+    std::FILE* err = std::tmpfile();
+    TerminalOptions options;
+    options.out = out;
+    options.err = err;
+    options.verbose = verbose;
+    {
+      TerminalReporter reporter(options);
+      plan::Job job;
+      job.id = "a";
+      job.description = "CXX relu.cpp  [torch211-cpu]";
+      job.argv = {"g++", "-c", "relu.cpp"};
+      JobOutcome failed;
+      failed.success = false;
+      failed.output = "relu.cpp:3:1: error: expected ';'\n";
+      reporter.job_finished(job, failed, 1, 2);
+      job.description = "CXX relu.cpp  [torch211-cu130]";  // the same source in another variant
+      reporter.job_finished(job, failed, 2, 2);
+    }
+    std::string stdout_text = read_all(out), stderr_text = read_all(err);
+    std::fclose(out);
+    std::fclose(err);
+    EXPECT_EQ(stdout_text.find("error"), std::string::npos) << stdout_text;
+    EXPECT_EQ(stderr_text.find("expected ';'"), stderr_text.rfind("expected ';'")) << stderr_text;  // once
+    EXPECT_NE(stderr_text.find("FAILED: CXX relu.cpp  [torch211-cu130] (the same errors as above)"), std::string::npos)
+        << stderr_text;
+    EXPECT_EQ(stderr_text.find("g++ -c relu.cpp") != std::string::npos, verbose) << stderr_text;
+  }
+}

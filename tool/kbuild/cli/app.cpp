@@ -50,6 +50,16 @@ std::string version_text() {
 }
 std::string builder_id() { return std::string("kbuild/") + version(); }
 
+namespace {
+bool g_json_printed = false;  // a command printed its --json document
+}  // namespace
+
+void print_json_document(const std::string& text) {
+  fmt::print("{}\n", text);
+  std::fflush(stdout);
+  g_json_printed = true;
+}
+
 std::filesystem::path absolute_dir(const std::string& dir) {
   std::error_code ec;
   auto path = std::filesystem::absolute(dir.empty() ? "." : dir, ec);
@@ -85,9 +95,44 @@ void print_diagnostics(const std::vector<config::Diagnostic>& diagnostics) {
 }
 
 namespace {
-void print_error(const Error& error) {
+const char* exit_code_name(ExitCode code) {
+  switch (code) {
+    case ExitCode::ok:
+      return "ok";
+    case ExitCode::failure:
+      return "failure";
+    case ExitCode::usage:
+      return "usage";
+    case ExitCode::toolchain:
+      return "toolchain";
+    case ExitCode::network:
+      return "network";
+    case ExitCode::interrupted:
+      return "interrupted";
+  }
+  return "failure";
+}
+
+// The error as text on stderr, and, when the command line asked for --json and the command printed
+// no document, as {"error": {"code", "kind", "message", "hint"}} on stdout (docs/cli.md, "Streams").
+void print_error(const Error& error, bool json = false) {
   fmt::print(stderr, "kbuild: error: {}\n", error.message);
   if (!error.hint.empty()) fmt::print(stderr, "  hint: {}\n", error.hint);
+  if (!json || g_json_printed) return;
+  nlohmann::ordered_json document = {{"error",
+                                      {{"code", static_cast<int>(error.code)},
+                                       {"kind", exit_code_name(error.code)},
+                                       {"message", error.message},
+                                       {"hint", error.hint}}}};
+  fmt::print("{}\n", document.dump(2));
+}
+
+bool json_requested(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::string_view(argv[i]) == "--") break;
+    if (std::string_view(argv[i]) == "--json") return true;
+  }
+  return false;
 }
 
 // Repeatable options take one value per occurrence, so that `--variant NAME KERNEL_DIR` leaves
@@ -214,15 +259,16 @@ int run(int argc, char** argv) {
                               register_ci, register_update_build, register_completions, register_doctor})
     registrar(app, action);
   one_value_per_option(app);
+  const bool json = json_requested(argc, argv);
   if (auto error = unknown_command(app, argc, argv); error || (error = unknown_option(app, argc, argv))) {
-    print_error(*error);
+    print_error(*error, json);
     return static_cast<int>(ExitCode::usage);
   }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
-    print_error(usage_error(e, app, argc, argv));
+    print_error(usage_error(e, app, argc, argv), json);
     return static_cast<int>(ExitCode::usage);
   }
   if (!action) return static_cast<int>(ExitCode::usage);
@@ -236,13 +282,14 @@ int run(int argc, char** argv) {
   try {
     auto result = action(services);
     if (!result) {
-      print_error(result.error());
+      print_error(result.error(), json);
       return static_cast<int>(result.error().code);
     }
     return static_cast<int>(*result);
   } catch (const std::exception& e) {
     print_error({ExitCode::failure, std::string("internal error: ") + e.what(),
-                 "please report this with the command line that caused it"});
+                 "please report this with the command line that caused it"},
+                json);
     return static_cast<int>(ExitCode::failure);
   }
 }

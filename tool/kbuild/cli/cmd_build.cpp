@@ -94,7 +94,7 @@ Result<ExitCode> run_build(const BuildOptions& options, Services& services) {
                                 {"seconds", outcome.seconds},       {"jobs_run", summary.ran},
                                 {"from_cache", summary.cache_hits}, {"output", (request.kernel_dir / "build").string()},
                                 {"cuda_archs", outcome.cuda_archs}};
-    fmt::print("{}\n", j.dump(2));
+    print_json_document(j.dump(2));
     return ExitCode::ok;
   }
   // Through the reporter, which first ends a live progress line: the summary gets a line of its own.

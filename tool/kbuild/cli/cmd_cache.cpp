@@ -43,7 +43,7 @@ Result<ExitCode> run_stats(bool json, Services& services) {
                                     {"remote_stores", c.remote_stores},
                                     {"remote_errors", c.remote_errors}}},
                                   {"remote", remote ? nlohmann::ordered_json(remote->url) : nlohmann::ordered_json()}};
-    fmt::print("{}\n", out.dump(2));
+    print_json_document(out.dump(2));
     return ExitCode::ok;
   }
   std::uint64_t lookups = c.hits + c.misses;

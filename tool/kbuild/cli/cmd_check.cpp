@@ -82,7 +82,7 @@ Result<ExitCode> run_check(const CheckOptions& options, Services& services) {
       entry.push_back({{"severity", "info"}, {"where", variant.filename().string()}, {"message", signature}});
     if (!options.json && issues.empty()) fmt::print("{}: ok ({})\n", variant.filename().string(), signature);
   }
-  if (options.json) fmt::print("{}\n", report.dump(2));
+  if (options.json) print_json_document(report.dump(2));
   if (errors > 0)
     return fail(fmt::format("{} problem{} in {}", errors, errors == 1 ? "" : "s", build_dir.string()),
                 "rebuild with kbuild build; see docs/cli.md for what each check means");

@@ -70,7 +70,7 @@ Result<ExitCode> run_config(const ConfigOptions& options, Services& services) {
   if (!diagnostics.empty()) fmt::print(stderr, "{}", diagnostics);
   if (!outcome.config)
     return fail((kernel_dir / "build.toml").string() + " is invalid", "fix the problems listed above", ExitCode::usage);
-  fmt::print("{}\n", to_json(*outcome.config, *cuda).dump(2));
+  print_json_document(to_json(*outcome.config, *cuda).dump(2));
   return ExitCode::ok;
 }
 

@@ -25,7 +25,7 @@ Result<ExitCode> run_doctor(const DoctorOptions& options, Services& services) {
     for (const auto& f : findings)
       out["findings"].push_back(
           {{"what", f.what}, {"status", usecase::to_string(f.status)}, {"detail", f.detail}, {"hint", f.hint}});
-    fmt::print("{}\n", out.dump(2));
+    print_json_document(out.dump(2));
     return ExitCode::ok;
   }
   fmt::print("{}", version_text());

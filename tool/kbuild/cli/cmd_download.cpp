@@ -65,7 +65,7 @@ Result<ExitCode> run_download(const DownloadCliOptions& options, Services& servi
                                 {"variants", variants},
                                 {"bytes_downloaded", hub.client->stats().bytes_downloaded}};
     if (!options.all_variants) j["system"] = download.system.describe();
-    fmt::print("{}\n", j.dump(2));
+    print_json_document(j.dump(2));
     return ExitCode::ok;
   }
   if (options.quiet) return ExitCode::ok;

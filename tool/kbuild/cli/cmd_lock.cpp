@@ -113,7 +113,7 @@ Result<ExitCode> run_lock(const LockCliOptions& options, Services& services) {
   }
 
   if (options.json) {
-    fmt::print("{}\n", outcome_json(outcome, options.check).dump(2));
+    print_json_document(outcome_json(outcome, options.check).dump(2));
     return options.check && !outcome.up_to_date ? ExitCode::failure : ExitCode::ok;
   }
   if (options.check) {

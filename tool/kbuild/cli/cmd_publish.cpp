@@ -71,7 +71,7 @@ void print_json(const hub::PublishOutcome& outcome) {
     for (const auto& file : planned.plan.adds) p["add"].push_back({{"path", file.path}, {"size", file.size}});
     j["plan"].push_back(p);
   }
-  fmt::print("{}\n", j.dump(2));
+  print_json_document(j.dump(2));
 }
 
 Result<ExitCode> run_publish(const PublishCliOptions& options, Services& services) {

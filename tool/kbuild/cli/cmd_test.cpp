@@ -59,7 +59,7 @@ void print_json(const std::vector<usecase::VariantTestResult>& results) {
                    {"errors", r.errors},
                    {"skipped", r.skipped},
                    {"seconds", r.seconds}});
-  fmt::print("{}\n", out.dump(2));
+  print_json_document(out.dump(2));
 }
 
 void print_text(const std::vector<usecase::VariantTestResult>& results) {

@@ -101,8 +101,7 @@ Result<ExitCode> run_variants(const VariantsOptions& options, Services& services
                                         ? list_local(options, config, services, list, left_out)
                                         : list_matrix(options, config, kernel_dir, services, list, left_out));
   if (options.json) {
-    fmt::print(
-        "{}\n",
+    print_json_document(
         Json{{"kernel", config.general.name}, {"matrix", origin}, {"variants", list}, {"left_out", left_out}}.dump(2));
     return ExitCode::ok;
   }

@@ -97,7 +97,7 @@ Result<ExitCode> run_versions(const InspectCliOptions& options, Services& servic
                       {"orphan_releases", orphans},
                       {"other_branches", report.other_branches},
                       {"other_tags", report.other_tags}};
-    fmt::print("{}\n", j.dump(2));
+    print_json_document(j.dump(2));
     return ExitCode::ok;
   }
   fmt::print("{} ({})\n", report.repo_id, hub.client->endpoint());
@@ -174,7 +174,7 @@ Result<ExitCode> run_info(const InspectCliOptions& options, Services& services) 
     j.update(choice_json(report.choice));
     j.erase("variants");
     j["variants"] = variants;
-    fmt::print("{}\n", j.dump(2));
+    print_json_document(j.dump(2));
     return ExitCode::ok;
   }
   fmt::print("{} @ {} ({}) = {}\n", report.repo_id, report.revision, report.source, report.commit);

@@ -70,6 +70,9 @@ bool is_smart_terminal(std::FILE* stream, const util::Environment& env);
 Result<std::string> python_setting(const std::string& option, Services& services);
 /// Help text of every --python option, naming that order.
 inline constexpr const char* k_python_help_suffix = " (default: $KBUILD_PYTHON, the user config's python, or python3)";
+/// Prints a command's --json document on stdout. With --json, stdout carries exactly one JSON
+/// document: when a command fails before printing its own, app.cpp prints {"error": {...}} instead.
+void print_json_document(const std::string& text);
 /// Prints diagnostics of an input file to stderr (the library's DiagnosticSink for commands).
 void print_diagnostics(const std::vector<config::Diagnostic>& diagnostics);
 

@@ -106,17 +106,22 @@ void TerminalReporter::job_finished(const plan::Job& job, const JobOutcome& outc
   m_running.erase(job.id);
   if (!outcome.success) {
     end_status_line();
-    fmt::print(m_options.out, "FAILED: {}\n", job.description);
-    if (!job.argv.empty()) fmt::print(m_options.out, "{}\n", util::shell_join(job.command_line()));
-    if (!outcome.error.empty()) fmt::print(m_options.out, "{}\n", outcome.error);
-    if (!outcome.output.empty()) fmt::print(m_options.out, "{}", outcome.output);
-    if (!outcome.output.empty() && outcome.output.back() != '\n') fmt::print(m_options.out, "\n");
+    // Diagnostics go to stderr. The same source failing in several variants (one typo, a CPU source
+    // shared by the cpu and cuda variants) prints its errors once; the command with -v.
+    const bool repeated = !outcome.output.empty() && !m_shown_outputs.insert(outcome.output).second;
+    fmt::print(m_options.err, "FAILED: {}{}\n", job.description, repeated ? " (the same errors as above)" : "");
+    if (!job.argv.empty() && m_options.verbose) fmt::print(m_options.err, "{}\n", util::shell_join(job.command_line()));
+    if (!outcome.error.empty()) fmt::print(m_options.err, "{}\n", outcome.error);
+    if (!outcome.output.empty() && !repeated)
+      fmt::print(m_options.err, "{}{}", outcome.output, outcome.output.back() == '\n' ? "" : "\n");
   } else if (!outcome.output.empty() && !m_options.quiet) {
     // Warnings of a successful job are shown once, not lost behind the status line.
     end_status_line();
-    fmt::print(m_options.out, "{}{}", outcome.output, outcome.output.back() == '\n' ? "" : "\n");
+    if (m_shown_outputs.insert(outcome.output).second)
+      fmt::print(m_options.err, "{}{}", outcome.output, outcome.output.back() == '\n' ? "" : "\n");
   }
   std::fflush(m_options.out);
+  std::fflush(m_options.err);
 }
 
 void TerminalReporter::job_aborted(const plan::Job& job) {

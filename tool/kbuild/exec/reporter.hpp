@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -46,7 +47,8 @@ struct TerminalOptions {
   bool quiet = false;    ///< no progress lines; failures and warnings only
   bool explain = false;
   bool smart_terminal = false;  ///< rewrite the status line in place
-  std::FILE* out = stdout;
+  std::FILE* out = stdout;      ///< progress, the summary
+  std::FILE* err = stderr;      ///< compiler output (errors and warnings), failed jobs
   /// How often the elapsed time of long commands is shown (a terminal: the live line; else a line).
   std::chrono::milliseconds tick{1000};
   std::chrono::seconds long_after{5};  ///< a command counts as long from this age on (terminal)
@@ -78,6 +80,7 @@ class TerminalReporter final : public Reporter {
   bool m_status_pending = false;
   std::string m_status;                                                        ///< the last "[n/m] ..." line
   std::map<std::string, std::pair<std::string, Clock::time_point>> m_running;  ///< job id -> (description, start)
+  std::set<std::string> m_shown_outputs;  ///< compiler outputs printed already (each once)
   Clock::time_point m_last_log{};
   std::mutex m_mutex;  ///< the executor's thread and the ticker both print
   std::condition_variable m_wake;
