@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "kbuild/exec/interrupt.hpp"
 #include "kbuild/exec/reporter.hpp"
 #include "kbuild/usecase/build.hpp"
+#include "kbuild/util/interrupt.hpp"
 #include "support/fakes.hpp"
 
 namespace kbuild::fakes {
@@ -61,7 +61,7 @@ struct BuildFixture : ::testing::Test {
   usecase::BuildServices services{fs, launcher, runner, reporter, env, clock, random};
 
   void SetUp() override {
-    exec::reset_interrupt_for_testing();
+    util::reset_interrupt_for_testing();
     fs.put("/k/build.toml", k_build_toml);
     fs.put("/k/torch-ext/torch_binding.cpp", "// binding");
     fs.put("/k/torch-ext/relu/__init__.py", "from ._ops import ops\n");

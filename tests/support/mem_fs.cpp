@@ -103,6 +103,15 @@ util::FileStat MemFileSystem::stat(const std::filesystem::path& path) const {
   return st;
 }
 
+util::FileStat MemFileSystem::lstat(const std::filesystem::path& path) const {
+  if (auto it = m_files.find(norm(path)); it != m_files.end() && !it->second.link.empty()) {
+    util::FileStat st;
+    st.exists = st.is_symlink = true;
+    return st;
+  }
+  return stat(path);
+}
+
 Result<std::string> MemFileSystem::read_file(const std::filesystem::path& path) const {
   auto it = m_files.find(follow(norm(path)));
   if (it == m_files.end()) return fail("cannot read " + path.string() + ": No such file or directory");

@@ -24,6 +24,7 @@ class MemFileSystem final : public util::FileSystem {
   void clear_log() { m_written.clear(); }
 
   util::FileStat stat(const std::filesystem::path& path) const override;
+  util::FileStat lstat(const std::filesystem::path& path) const override;
   Result<std::string> read_file(const std::filesystem::path& path) const override;
   Result<void> write_file_atomic(const std::filesystem::path& path, std::string_view content,
                                  bool executable = false) override;

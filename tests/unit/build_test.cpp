@@ -9,13 +9,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kbuild/exec/interrupt.hpp"
 #include "kbuild/exec/reporter.hpp"
 #include "kbuild/toolchain/lock.hpp"
 #include "kbuild/usecase/build.hpp"
 #include "kbuild/usecase/kernel_source.hpp"
 #include "kbuild/usecase/local_variants.hpp"
 #include "kbuild/usecase/ops_check.hpp"
+#include "kbuild/util/interrupt.hpp"
 #include "kbuild/util/strings.hpp"
 #include "support/build_fixture.hpp"
 #include "support/fakes.hpp"

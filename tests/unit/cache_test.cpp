@@ -206,7 +206,11 @@ TEST(CompileCache, DamagedEntriesAreMissesRemovedAndCounted) {
     EXPECT_FALSE(fs.has(files.manifest)) << bad;
   }
   EXPECT_EQ(cache.run_counters().corrupt, 7u);
-  EXPECT_TRUE(warnings.empty());  // damage is a miss, not a problem to warn about
+  // Damage is a miss, named in a warning (the first three), then counted.
+  ASSERT_EQ(warnings.size(), 4u);
+  EXPECT_NE(warnings[0].find("removed the damaged entry objects/"), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[2].find("removed the damaged entry manifests/"), std::string::npos) << warnings[2];
+  EXPECT_NE(warnings[3].find("more damaged entries"), std::string::npos) << warnings[3];
   // The next store repairs the entry.
   fs.put("/a/.kbuild/k.o", "OBJECT BYTES");
   cache.store(job, {"/a/k.cu"}, false);

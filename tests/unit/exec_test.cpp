@@ -3,8 +3,8 @@
 #include "kbuild/exec/build_state.hpp"
 #include "kbuild/exec/depfile.hpp"
 #include "kbuild/exec/executor.hpp"
-#include "kbuild/exec/interrupt.hpp"
 #include "kbuild/exec/reporter.hpp"
+#include "kbuild/util/interrupt.hpp"
 #include "support/fakes.hpp"
 
 #include <cstdio>
@@ -58,7 +58,7 @@ struct ExecFixture : ::testing::Test {
   plan::JobGraph graph;
 
   void SetUp() override {
-    reset_interrupt_for_testing();
+    util::reset_interrupt_for_testing();
     fs.put("/src/a.cpp", "a");
     fs.put("/src/b.cpp", "b");
     fs.put("/src/common.h", "h");
@@ -166,11 +166,11 @@ TEST_F(ExecFixture, KeepGoingBuildsIndependentJobs) {
 }
 
 TEST_F(ExecFixture, InterruptStopsBeforeStartingMore) {
-  raise_interrupt_for_testing();
+  util::raise_interrupt_for_testing();
   auto summary = run();
   EXPECT_TRUE(summary.interrupted);
   EXPECT_TRUE(runner.started.empty());
-  reset_interrupt_for_testing();
+  util::reset_interrupt_for_testing();
 }
 
 TEST_F(ExecFixture, InProcessJobsGoToTheActionRunnerAndAreRecorded) {

@@ -5,9 +5,9 @@
 #include "kbuild/cache/compile_cache.hpp"
 #include "kbuild/exec/build_state.hpp"
 #include "kbuild/exec/executor.hpp"
-#include "kbuild/exec/interrupt.hpp"
 #include "kbuild/exec/macro_scan.hpp"
 #include "kbuild/exec/reporter.hpp"
+#include "kbuild/util/interrupt.hpp"
 #include "kbuild/util/strings.hpp"
 #include "support/fakes.hpp"
 
@@ -74,7 +74,7 @@ struct VolatileFixture : ::testing::Test {
   std::optional<cache::CompileCache> cache;
 
   void SetUp() override {
-    reset_interrupt_for_testing();
+    util::reset_interrupt_for_testing();
     fs.put("/k/binding.cpp", "#include \"registration.h\"\nTORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {}\n");
     fs.put("/k/kernel.cpp", "#include \"kernel.h\"\nvoid relu(float* x) {}\n");
     fs.put("/k/kernel.h", "// kernel.h: no ops id here (TORCH_EXTENSION_NAME in a comment)\n");

@@ -74,9 +74,9 @@ TEST_F(BuildFixture, AFailedBuildLeavesTheVariantStaleEvenIfTheOldLibraryIsThere
 TEST_F(BuildFixture, AnInterruptedBuildLeavesTheVariantStale) {
   ASSERT_TRUE(usecase::build(request(), services));
   fs.put("/k/torch-ext/torch_binding.cpp", "// binding, edited");
-  exec::raise_interrupt_for_testing();
+  util::raise_interrupt_for_testing();
   auto interrupted = usecase::build(request(), services);
-  exec::reset_interrupt_for_testing();
+  util::reset_interrupt_for_testing();
   ASSERT_FALSE(interrupted);
   EXPECT_EQ(interrupted.error().code, ExitCode::interrupted);
   // Even after the edit is undone, the variant's last build did not finish.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "kbuild/cache/entry.hpp"
 #include "kbuild/cache/key.hpp"
 #include "kbuild/exec/depfile.hpp"
 #include "kbuild/util/cache_layout.hpp"
@@ -17,42 +18,7 @@ namespace fs = std::filesystem;
 
 namespace {
 constexpr size_t k_manifest_entries = 16;
-
-bool is_hex64(const nlohmann::json& value) {
-  if (!value.is_string()) return false;
-  const auto& text = value.get_ref<const std::string&>();
-  return text.size() == 64 &&
-         std::all_of(text.begin(), text.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
-}
-
-// The entries of a manifest, or nullopt when it does not have exactly the documented shape.
-std::optional<nlohmann::json> valid_entries(const std::string& text) {
-  auto manifest = nlohmann::json::parse(text, nullptr, false);
-  if (!manifest.is_object() || !manifest.contains("entries") || !manifest["entries"].is_array()) return std::nullopt;
-  for (const auto& entry : manifest["entries"]) {
-    if (!entry.is_object() || !is_hex64(entry.value("result", nlohmann::json())) || !entry.contains("inputs") ||
-        !entry["inputs"].is_array())
-      return std::nullopt;
-    for (const auto& input : entry["inputs"])
-      if (!input.is_array() || input.size() != 2 || !input[0].is_string() || !is_hex64(input[1])) return std::nullopt;
-    if (entry.contains("volatile") && !entry["volatile"].is_string()) return std::nullopt;
-  }
-  return manifest["entries"];
-}
-
-std::string object_header(std::string_view bytes) {
-  return "KBOBJ1 " + util::sha256_hex(bytes) + " " + std::to_string(bytes.size()) + "\n";
-}
-
-// The bytes of a stored object when its header matches them; nullopt when damaged.
-std::optional<std::string> object_bytes(std::string stored) {
-  size_t newline = stored.find('\n');
-  if (newline == std::string::npos || newline > 100 || !stored.starts_with("KBOBJ1 ")) return std::nullopt;
-  std::string header = stored.substr(0, newline + 1);
-  std::string bytes = stored.substr(newline + 1);
-  if (object_header(bytes) != header) return std::nullopt;
-  return bytes;
-}
+constexpr std::uint64_t k_named_warnings = 3;  ///< damaged entries named per run; the rest are counted
 }  // namespace
 
 std::optional<std::uint64_t> parse_size(std::string_view text) {
@@ -95,9 +61,31 @@ fs::path CompileCache::manifest_path(const std::string& key) const {
   return util::CacheLayout{m_dir}.manifests() / key.substr(0, 2) / key;
 }
 
-void CompileCache::discard(const fs::path& damaged) {
+void CompileCache::discard(const fs::path& damaged, const std::string& why) {
   ++m_run.corrupt;
-  (void)m_fs.remove_all(damaged);
+  (void)m_fs.remove_all(damaged);  // a link is removed itself, never what it points at
+  if (!m_warn) return;
+  if (m_run.corrupt <= k_named_warnings)
+    m_warn("compile cache: removed the damaged entry " + damaged.lexically_relative(m_dir).generic_string() + " (" +
+           why + "); the job runs again");
+  else if (m_run.corrupt == k_named_warnings + 1)
+    m_warn("compile cache: more damaged entries removed (see `kbuild cache stats` for the count)");
+}
+
+bool CompileCache::usable_slot(const fs::path& path) {
+  // The part and shard directories must be directories of the cache itself, not links out of it.
+  for (const fs::path& dir : {path.parent_path().parent_path(), path.parent_path()}) {
+    util::FileStat st = m_fs.lstat(dir);
+    if (!st.exists) return false;
+    if (!st.is_dir) {
+      discard(dir, st.is_symlink ? "a symbolic link where a directory belongs" : "not a directory");
+      return false;
+    }
+  }
+  util::FileStat st = m_fs.lstat(path);
+  if (!st.exists || st.is_file) return st.exists;
+  discard(path, st.is_symlink ? "a symbolic link" : st.is_dir ? "a directory" : "not a regular file");
+  return false;
 }
 
 void CompileCache::warn_once(const std::string& message) {
@@ -132,11 +120,13 @@ Result<bool> CompileCache::try_restore(const plan::Job& job) {
   } else {
     KB_TRY_ASSIGN(std::string source_sha, content_sha256(job.inputs.front().string()));
     k1 = manifest_key(job, source_sha);
-    auto text = read_tiered(manifest_path(k1), [](const std::string& t) { return valid_entries(t).has_value(); });
+    std::string why;
+    auto text =
+        read_tiered(manifest_path(k1), [&](const std::string& t) { return decode_manifest(t, k1, why).has_value(); });
     if (!text) return false;
-    auto entries = valid_entries(*text);
+    auto entries = decode_manifest(*text, k1, why);
     if (!entries) {
-      discard(manifest_path(k1));  // a damaged manifest is a miss; the next store writes a new one
+      discard(manifest_path(k1), why);  // a damaged manifest is a miss; the next store writes a new one
       return false;
     }
     for (const auto& entry : *entries) {
@@ -162,11 +152,12 @@ Result<bool> CompileCache::try_restore(const plan::Job& job) {
     if (key.empty()) return false;
   }
   fs::path object = object_path(key);
-  auto stored = read_tiered(object, [](const std::string& t) { return object_bytes(t).has_value(); });
+  std::string why;
+  auto stored = read_tiered(object, [&](const std::string& t) { return decode_object(t, key, why).has_value(); });
   if (!stored) return false;
-  auto bytes = object_bytes(std::move(*stored));
+  auto bytes = decode_object(std::move(*stored), key, why);
   if (!bytes) {
-    discard(object);
+    discard(object, why);
     return false;
   }
   KB_TRY(m_fs.write_file_atomic(job.outputs.front(), *bytes, job.kind == plan::JobKind::link));
@@ -193,7 +184,9 @@ void CompileCache::remote_failed(const std::string& message) {
 
 std::optional<std::string> CompileCache::read_tiered(const fs::path& path,
                                                      const std::function<bool(const std::string&)>& valid) {
-  if (auto local = m_fs.read_file(path)) return *local;
+  if (usable_slot(path)) {
+    if (auto local = m_fs.read_file(path)) return *local;
+  }
   if (!m_remote) return std::nullopt;
   std::string rel = path.lexically_relative(m_dir).generic_string();
   auto fetched = m_remote->get(rel);
@@ -257,18 +250,20 @@ Result<void> CompileCache::try_store(const plan::Job& job, const std::vector<std
     key = result_key(k1, inputs, volatile_value);
   }
   fs::path object = object_path(key);
-  auto existing = m_fs.stat(object).is_file ? m_fs.read_file(object) : Result<std::string>(fail(""));
-  if (!existing || !object_bytes(*existing)) {
-    KB_TRY_ASSIGN(std::string bytes, m_fs.read_file(job.outputs.front()));
-    existing = object_header(bytes) + bytes;
-    KB_TRY(m_fs.write_file_atomic(object, *existing));
-  }
-  send_to_remote(object, *existing);
+  KB_TRY_ASSIGN(std::string bytes, m_fs.read_file(job.outputs.front()));
+  std::string encoded = encode_object(key, bytes);
+  encoded += bytes;
+  // An entry with other bytes under this key (a link retried without the cache compiled it again)
+  // is replaced: what was just built is what the key stands for now.
+  auto existing = usable_slot(object) ? m_fs.read_file(object) : Result<std::string>(fail(""));
+  if (!existing || *existing != encoded) KB_TRY(m_fs.write_file_atomic(object, encoded));
+  send_to_remote(object, encoded);
   if (!k1.empty()) {
     nlohmann::json previous = nlohmann::json::array();
     std::string previous_text;
-    if (auto text = m_fs.read_file(manifest_path(k1))) {
-      if (auto valid = valid_entries(*text)) previous = *valid;
+    if (auto text = usable_slot(manifest_path(k1)) ? m_fs.read_file(manifest_path(k1)) : fail("")) {
+      std::string why;
+      if (auto valid = decode_manifest(*text, k1, why)) previous = *valid;
       previous_text = std::move(*text);
     }
     nlohmann::json entries = nlohmann::json::array();
@@ -279,7 +274,7 @@ Result<void> CompileCache::try_store(const plan::Job& job, const std::vector<std
     entries.push_back(entry);
     for (const auto& old : previous)
       if (old["result"] != key && entries.size() < k_manifest_entries) entries.push_back(old);
-    std::string manifest = nlohmann::json{{"entries", entries}}.dump() + "\n";
+    std::string manifest = encode_manifest(k1, entries);
     if (manifest != previous_text) {
       KB_TRY(m_fs.write_file_atomic(manifest_path(k1), manifest));
       m_remote_has.erase(manifest_path(k1).string());  // changed: the remote gets the merged list
@@ -295,83 +290,8 @@ void CompileCache::store(const plan::Job& job, const std::vector<std::string>& p
   if (auto stored = try_store(job, prerequisites, names_volatile_define); !stored) warn_once(stored.error().message);
 }
 
-Result<CacheSummary> CompileCache::summarize(const util::FileSystem& fs, const fs::path& dir) {
-  CacheSummary summary;
-  if (auto text = fs.read_file(util::CacheLayout{dir}.stats())) {
-    try {
-      auto j = nlohmann::json::parse(*text);
-      summary.counters = {j.value("hits", 0ull),          j.value("misses", 0ull),       j.value("stores", 0ull),
-                          j.value("errors", 0ull),        j.value("corrupt", 0ull),      j.value("remote_hits", 0ull),
-                          j.value("remote_stores", 0ull), j.value("remote_errors", 0ull)};
-    } catch (const std::exception&) {
-    }
-  }
-  for (const auto& part : {util::CacheLayout{dir}.objects(), util::CacheLayout{dir}.manifests()}) {
-    if (!fs.stat(part).is_dir) continue;
-    KB_TRY_ASSIGN(auto files, util::list_files_recursive(fs, part));
-    for (const auto& rel : files) {
-      summary.bytes += fs.stat(part / rel).size;
-      if (part == util::CacheLayout{dir}.objects() && rel.find("/.") == std::string::npos) ++summary.entries;
-    }
-  }
-  return summary;
-}
-
-Result<std::uint64_t> CompileCache::evict(util::FileSystem& fs, const fs::path& dir, std::uint64_t target_bytes) {
-  struct Object {
-    std::int64_t mtime;
-    std::uint64_t size;
-    fs::path path;
-  };
-  std::vector<Object> objects;
-  std::uint64_t total = 0;
-  // Manifests too: they are small, but unbounded otherwise (one per source and flag set ever built).
-  for (const auto& part : {util::CacheLayout{dir}.objects(), util::CacheLayout{dir}.manifests()}) {
-    if (!fs.stat(part).is_dir) continue;
-    KB_TRY_ASSIGN(auto files, util::list_files_recursive(fs, part));
-    for (const auto& rel : files) {
-      util::FileStat st = fs.stat(part / rel);
-      objects.push_back({st.mtime_ns, st.size, part / rel});
-      total += st.size;
-    }
-  }
-  std::sort(objects.begin(), objects.end(), [](const Object& a, const Object& b) { return a.mtime < b.mtime; });
-  std::uint64_t freed = 0;
-  for (const auto& object : objects) {
-    if (total - freed <= target_bytes) break;
-    KB_TRY(fs.remove_all(object.path));
-    freed += object.size;
-  }
-  return freed;
-}
-
-Result<CompileCache::VerifyReport> CompileCache::verify(util::FileSystem& fs, const fs::path& dir) {
-  VerifyReport report;
-  util::CacheLayout layout{dir};
-  if (fs.stat(layout.objects()).is_dir) {
-    KB_TRY_ASSIGN(auto files, util::list_files_recursive(fs, layout.objects()));
-    for (const auto& rel : files) {
-      ++report.objects;
-      auto stored = fs.read_file(layout.objects() / rel);
-      if (stored && object_bytes(std::move(*stored))) continue;
-      KB_TRY(fs.remove_all(layout.objects() / rel));
-      ++report.removed;
-    }
-  }
-  if (fs.stat(layout.manifests()).is_dir) {
-    KB_TRY_ASSIGN(auto files, util::list_files_recursive(fs, layout.manifests()));
-    for (const auto& rel : files) {
-      ++report.manifests;
-      auto text = fs.read_file(layout.manifests() / rel);
-      if (text && valid_entries(*text)) continue;
-      KB_TRY(fs.remove_all(layout.manifests() / rel));
-      ++report.removed;
-    }
-  }
-  return report;
-}
-
 void CompileCache::finish() {
+  (void)sweep_leftovers(m_fs, m_dir);
   CacheSummary summary;
   if (auto existing = summarize(m_fs, m_dir)) summary = *existing;
   nlohmann::json stats = {{"hits", summary.counters.hits + m_run.hits},
@@ -383,7 +303,7 @@ void CompileCache::finish() {
                           {"remote_stores", summary.counters.remote_stores + m_run.remote_stores},
                           {"remote_errors", summary.counters.remote_errors + m_run.remote_errors}};
   if (!m_fs.write_file_atomic(util::CacheLayout{m_dir}.stats(), stats.dump() + "\n")) return;
-  if (m_run.stores > 0 && summary.bytes > m_max_bytes) (void)evict(m_fs, m_dir, m_max_bytes / 10 * 9);
+  if (summary.bytes > m_max_bytes) (void)evict(m_fs, m_dir, m_max_bytes / 10 * 9);
 }
 
 }  // namespace kbuild::cache

@@ -4,27 +4,30 @@
 // headers is compiled once per CUDA version and architecture list and reused by every Torch
 // version. A cache problem is a warning, never a failed build.
 //
-// On-disk format under the cache directory:
-//   objects/<k[0:2]>/<k>        the output of a job (object file or shared library), key k, as
-//                               "KBOBJ1 <sha256 of the bytes> <size>\n" followed by the bytes
-//   manifests/<m[0:2]>/<m>      JSON {"entries": [{"result": k, "inputs": [[path, sha256], ...],
-//                               "volatile": value}]}: for manifest key m, the prerequisites the
-//                               compiler read (paths normalised: $K/..., $TORCH/..., $CUDA/...)
+// On-disk format under the cache directory (entries: cache/entry.hpp, which binds each to its key):
+//   objects/<k[0:2]>/<k>        the output of a job (object file or shared library), key k
+//   manifests/<m[0:2]>/<m>      for manifest key m, up to 16 entries, newest first: the prerequisites
+//                               the compiler read (paths normalised: $K/..., $TORCH/..., $CUDA/...)
 //                               with their content hashes, the result key, and, only when the unit
 //                               names the job's volatile define (the ops id), the value it was
-//                               compiled with (an entry with it serves only that value); newest
-//                               first, at most 16. A hit rewrites the job's depfile from the entry.
+//                               compiled with (an entry with it serves only that value). A hit
+//                               rewrites the job's depfile from the entry.
 //   stats                       JSON counters {"hits", "misses", "stores", "errors", "corrupt",
 //                               "remote_hits", "remote_stores", "remote_errors"}
 //                               summed over runs
-// Every file is written to a temporary name and renamed into place. Objects are evicted oldest
-// (by modification time, refreshed on every hit) first when their total exceeds the size cap.
+// Every file is written to a temporary name (util::temp_sibling) and renamed into place; the
+// temporary files of processes that died are swept by the next build that compiles (and by
+// `cache verify`). The size cap bounds objects, manifests and tmp/: beyond it, objects and
+// manifests are evicted oldest (by modification time, refreshed on every hit) first.
 //
-// The cache trusts nothing it reads: an object is restored only when its bytes hash to the sha256
-// in its header; a manifest must have exactly the shape above, with 64-hex result keys (never a
-// path) and 64-hex input hashes. Anything else is a miss, the damaged file is removed and counted
-// ("corrupt"), and the job runs as if the cache were empty: a damaged cache never fails a build and
-// never yields a bad output.
+// The cache trusts nothing it reads: only regular files at entry positions are read (a link, a
+// FIFO, a device or a directory there is damage; a linked shard or part directory too, removed as a
+// link, never followed); an object is restored only when its header names its key and its bytes
+// hash to the header's sha256; a manifest must name its key and each entry's result must be the key
+// of its inputs. Anything else is a miss: the damaged file is removed, named in a warning and
+// counted ("corrupt"), and the job runs as if the cache were empty: a damaged cache never fails a
+// build and never yields a bad output. Someone who can write the cache directory can still plant
+// an entry with a consistent header: the cache is as trusted as the compiler it stands in for.
 
 #include <cstdint>
 #include <filesystem>
@@ -73,15 +76,21 @@ class CompileCache final : public exec::JobCache {
   void finish();
   const CacheCounters& run_counters() const { return m_run; }
 
-  /// Reads the stats file and sizes the objects directory.
+  /// Reads the stats file and sizes what the cap bounds (objects, manifests, tmp/).
   static Result<CacheSummary> summarize(const util::FileSystem& fs, const std::filesystem::path& dir);
   struct VerifyReport {
     std::uint64_t objects = 0;
     std::uint64_t manifests = 0;
-    std::uint64_t removed = 0;  ///< damaged objects and manifests removed
+    std::uint64_t removed = 0;          ///< damaged objects, manifests and stray files removed
+    std::uint64_t leftovers = 0;        ///< temporary files of dead processes removed
+    std::vector<std::string> problems;  ///< "objects/ab/abcd...: why, removed", one per problem
   };
-  /// Checks every object and manifest (`kbuild cache verify`), removing damaged ones.
+  /// Checks every object and manifest (`kbuild cache verify`), removing damaged ones and stray
+  /// files, making unreadable shard directories readable again; one bad entry never stops it.
   static Result<VerifyReport> verify(util::FileSystem& fs, const std::filesystem::path& dir);
+  /// Removes the temporary files and staging directories of processes that no longer run
+  /// (util::abandoned_temp) in every part of the cache; returns how many.
+  static std::uint64_t sweep_leftovers(util::FileSystem& fs, const std::filesystem::path& dir);
   /// Removes objects until their total is at most `target_bytes`, oldest first; returns bytes freed.
   static Result<std::uint64_t> evict(util::FileSystem& fs, const std::filesystem::path& dir,
                                      std::uint64_t target_bytes);
@@ -94,8 +103,12 @@ class CompileCache final : public exec::JobCache {
   std::filesystem::path object_path(const std::string& key) const;
   std::filesystem::path manifest_path(const std::string& key) const;
   void warn_once(const std::string& message);
-  /// Removes a damaged cache file and counts it (never an error: the job just runs).
-  void discard(const std::filesystem::path& damaged);
+  /// Removes a damaged cache file and counts it, naming it in a warning (never an error: the job
+  /// just runs).
+  void discard(const std::filesystem::path& damaged, const std::string& why);
+  /// True when `path` is a regular file under real directories of the cache; a link, FIFO or
+  /// directory in its place (or in place of its directories) is discarded as damage.
+  bool usable_slot(const std::filesystem::path& path);
   /// The local file at `path` (under the cache directory), fetched from the remote tier into place
   /// when it is missing locally and `valid` accepts what the remote sent.
   std::optional<std::string> read_tiered(const std::filesystem::path& path,
@@ -120,7 +133,6 @@ class CompileCache final : public exec::JobCache {
   std::map<std::string, Memo> m_hashes;
 };
 
-/// The size cap: $KBUILD_CACHE_MAX_SIZE ("20G", "500M", bytes), default 10 GiB.
 /// The size cap of the compile cache: $KBUILD_CACHE_MAX_SIZE, default 10 GiB. Sizes are a number
 /// (decimals allowed) with an optional unit K, M, G or T, each optionally followed by "B" or "iB";
 /// all units are binary (1G = 1GB = 1GiB = 2^30 bytes). Anything else is an error (exit code 2).

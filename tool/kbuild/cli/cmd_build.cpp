@@ -7,11 +7,11 @@
 #include "kbuild/cli/command.hpp"
 #include "kbuild/cli/hub_session.hpp"
 #include "kbuild/config/user_config.hpp"
-#include "kbuild/exec/interrupt.hpp"
 #include "kbuild/hub/curl_transport.hpp"
 #include "kbuild/hub/remote_cache.hpp"
 #include "kbuild/layout/check.hpp"
 #include "kbuild/usecase/build.hpp"
+#include "kbuild/util/interrupt.hpp"
 #include "kbuild/util/strings.hpp"
 
 namespace kbuild::cli {
@@ -45,7 +45,7 @@ struct BuildOptions {
 };
 
 Result<ExitCode> run_build(const BuildOptions& options, Services& services) {
-  exec::install_interrupt_handlers();
+  util::install_interrupt_handlers();
   // --json: stdout carries the JSON summary only; progress is left out (as with -q).
   const bool quiet = options.quiet || options.json;
   const bool terminal = is_smart_terminal(stdout, services.env) && !quiet;

@@ -118,8 +118,9 @@ Result<ExitCode> run_clean_cache(bool toolchains, Services& services) {
 Result<ExitCode> run_verify(Services& services) {
   auto dir = util::CacheLayout::from_environment(services.env).root;
   KB_TRY_ASSIGN(auto report, cache::CompileCache::verify(services.fs, dir));
-  fmt::print("checked {} objects and {} manifests in {}: {} damaged, removed\n", report.objects, report.manifests,
-             dir.string(), report.removed);
+  for (const auto& problem : report.problems) fmt::print("  {}\n", problem);
+  fmt::print("checked {} objects and {} manifests in {}: {} damaged, removed; {} leftover temporary file(s) removed\n",
+             report.objects, report.manifests, dir.string(), report.removed, report.leftovers);
   return ExitCode::ok;
 }
 

@@ -12,10 +12,10 @@
 #include <iostream>
 
 #include "kbuild/cli/command.hpp"
-#include "kbuild/exec/interrupt.hpp"
 #include "kbuild/usecase/kernel_source.hpp"
 #include "kbuild/usecase/matrix_session.hpp"
 #include "kbuild/usecase/test_variants.hpp"
+#include "kbuild/util/interrupt.hpp"
 #include "kbuild/util/log.hpp"
 
 namespace kbuild::cli {
@@ -76,7 +76,7 @@ void print_text(const std::vector<usecase::VariantTestResult>& results) {
 }
 
 Result<ExitCode> run_test(const TestOptions& options, Services& services) {
-  exec::install_interrupt_handlers();  // so that an interrupted environment creation cleans up
+  util::install_interrupt_handlers();  // so that an interrupted environment creation cleans up
   usecase::TestRequest request;
   request.kernel_dir = absolute_dir(options.kernel_dir);
   request.variants = options.variants;

@@ -6,8 +6,8 @@
 #include <set>
 
 #include "kbuild/exec/depfile.hpp"
-#include "kbuild/exec/interrupt.hpp"
 #include "kbuild/exec/macro_scan.hpp"
+#include "kbuild/util/interrupt.hpp"
 #include "kbuild/util/strings.hpp"
 
 namespace kbuild::exec {
@@ -43,13 +43,13 @@ class Run {
       if (m_s.runner.running() == 0) break;
       auto result = m_s.runner.wait();
       if (!result) {
-        if (interrupted()) m_summary.interrupted = true;
+        if (util::interrupted()) m_summary.interrupted = true;
         break;
       }
       finish_command(std::move(*result));
     }
     abort_running();
-    if (interrupted()) m_summary.interrupted = true;
+    if (util::interrupted()) m_summary.interrupted = true;
     m_summary.not_run = m_summary.stale - m_finished;
     return m_summary;
   }
@@ -82,7 +82,7 @@ class Run {
 
   void start_ready_jobs() {
     while (!m_stop && !m_ready.empty() && m_s.runner.running() < std::max<size_t>(1, m_options.jobs)) {
-      if (interrupted()) {
+      if (util::interrupted()) {
         m_stop = true;
         m_summary.interrupted = true;
         return;

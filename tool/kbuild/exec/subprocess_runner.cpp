@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "kbuild/exec/command_runner.hpp"
-#include "kbuild/exec/interrupt.hpp"
+#include "kbuild/util/interrupt.hpp"
 #include "kbuild/util/process.hpp"
 
 extern char** environ;
@@ -135,10 +135,10 @@ Result<void> SubprocessRunner::start(size_t token, const std::vector<std::string
 
 std::optional<CommandResult> SubprocessRunner::wait() {
   while (!m_children.empty()) {
-    if (interrupted()) return std::nullopt;
+    if (util::interrupted()) return std::nullopt;
     std::vector<pollfd> fds;
     for (const auto& child : m_children) fds.push_back({child.fd, POLLIN, 0});
-    int signal_fd = interrupt_fd();
+    int signal_fd = util::interrupt_fd();
     if (signal_fd >= 0) fds.push_back({signal_fd, POLLIN, 0});
     if (::poll(fds.data(), fds.size(), -1) < 0) {
       if (errno == EINTR) continue;

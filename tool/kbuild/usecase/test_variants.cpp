@@ -7,12 +7,12 @@
 
 #include "kbuild/cache/usage.hpp"
 #include "kbuild/config/variant.hpp"
-#include "kbuild/exec/interrupt.hpp"
 #include "kbuild/toolchain/lock.hpp"
 #include "kbuild/usecase/freshness.hpp"
 #include "kbuild/usecase/kernel_source.hpp"
 #include "kbuild/util/cache_layout.hpp"
 #include "kbuild/util/hash.hpp"
+#include "kbuild/util/interrupt.hpp"
 #include "kbuild/util/strings.hpp"
 
 namespace kbuild::usecase {
@@ -146,7 +146,7 @@ Result<fs::path> test_environment(const TestRequest& request, TestServices& serv
     pip.push_back(tests_requirements.string());
   }
   auto installed = services.launcher.run(pip, quiet);
-  if (exec::interrupted()) {
+  if (util::interrupted()) {
     (void)services.fs.remove_all(staging);
     return fail("interrupted while creating the test environment (nothing was kept)", "", ExitCode::interrupted);
   }

@@ -1,6 +1,7 @@
 #include "kbuild/util/fs.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,8 +9,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
+#include "kbuild/util/interrupt.hpp"
 #include "kbuild/util/system.hpp"
 
 namespace kbuild::util {
@@ -36,6 +39,28 @@ FileStat RealFileSystem::stat(const fs::path& path) const {
   return result;
 }
 
+FileStat RealFileSystem::lstat(const fs::path& path) const {
+  struct ::stat st;
+  FileStat result;
+  if (::lstat(path.c_str(), &st) != 0) return result;
+  result.exists = true;
+  result.is_dir = S_ISDIR(st.st_mode);
+  result.is_file = S_ISREG(st.st_mode);
+  result.is_symlink = S_ISLNK(st.st_mode);
+  result.executable = (st.st_mode & S_IXUSR) != 0;
+  result.size = static_cast<std::uint64_t>(st.st_size);
+  result.mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+  return result;
+}
+
+Result<void> RealFileSystem::set_mode(const fs::path& path, unsigned mode) {
+  if (::chmod(path.c_str(), static_cast<mode_t>(mode)) != 0) {
+    int saved = errno;
+    return io_fail("cannot change the mode of " + path.string() + ": " + std::strerror(saved), saved);
+  }
+  return {};
+}
+
 Result<std::string> RealFileSystem::read_file(const fs::path& path) const {
   std::string content;
   if (auto st = stat(path); st.is_file) content.reserve(static_cast<size_t>(st.size));
@@ -54,6 +79,34 @@ fs::path temp_sibling(const fs::path& path) {
   }();
   return path.parent_path() / ("." + path.filename().string() + ".tmp" + std::to_string(::getpid()) + "-" + salt + "-" +
                                std::to_string(counter++));
+}
+
+std::optional<long> temp_sibling_pid(std::string_view name) {
+  if (!name.starts_with('.')) return std::nullopt;
+  size_t tmp = name.rfind(".tmp");
+  if (tmp == std::string_view::npos || tmp == 0) return std::nullopt;
+  std::string_view rest = name.substr(tmp + 4);  // <pid>-<8 hex>-<n>
+  size_t dash = rest.find('-');
+  size_t second = dash == std::string_view::npos ? dash : rest.find('-', dash + 1);
+  if (dash == 0 || second != dash + 9 || second + 1 >= rest.size()) return std::nullopt;
+  auto digits = [](std::string_view text) {
+    return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  std::string_view salt = rest.substr(dash + 1, 8);
+  if (!digits(rest.substr(0, dash)) || !digits(rest.substr(second + 1)) || dash > 9 ||
+      !std::all_of(salt.begin(), salt.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }))
+    return std::nullopt;
+  return std::stol(std::string(rest.substr(0, dash)));
+}
+
+bool abandoned_temp(const FileSystem& fs, const fs::path& path) {
+  auto pid = temp_sibling_pid(path.filename().string());
+  if (!pid) return false;
+  if (::kill(static_cast<pid_t>(*pid), 0) == 0 || errno != ESRCH) return false;  // alive (or not ours to see)
+  util::FileStat st = fs.lstat(path);
+  auto now =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return st.exists && now - st.mtime_ns > 60'000'000'000LL;
 }
 
 namespace {
@@ -97,6 +150,10 @@ Result<std::unique_ptr<FileLock>> RealFileSystem::flock_file(const fs::path& pat
       return io_fail("cannot open the lock " + path.string() + ": " + std::strerror(saved), saved);
     }
     while (::flock(fd, operation | (wait ? 0 : LOCK_NB)) != 0) {
+      if (errno == EINTR && interrupted()) {
+        ::close(fd);
+        return interrupted_failure("while waiting for the lock " + path.string());
+      }
       if (errno == EINTR) continue;
       int saved = errno;
       ::close(fd);
@@ -227,11 +284,18 @@ Result<void> RealFileSystem::write_chunks(const fs::path& path, const ChunkSourc
 
 Result<void> RealFileSystem::read_chunks(const fs::path& path,
                                          const std::function<void(std::string_view)>& consume) const {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, forever.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     int saved = errno;
     return io_fail("cannot read " + path.string() + ": " + std::strerror(saved), saved);
   }
+  struct ::stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return io_fail("cannot read " + path.string() + ": not a regular file", EINVAL);
+  }
+  (void)::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   std::string buffer(1 << 20, '\0');
   for (;;) {
     ssize_t n = ::read(fd, buffer.data(), buffer.size());
@@ -268,6 +332,7 @@ static Result<void> collect_files(const FileSystem& fs, const fs::path& root, co
   KB_TRY_ASSIGN(auto entries, fs.list_dir(root));
   for (const auto& entry : entries) {
     std::string rel = prefix.empty() ? entry.name : prefix + "/" + entry.name;
+    if (entry.is_symlink) continue;
     if (entry.is_dir) {
       KB_TRY(collect_files(fs, root / entry.name, rel, out));
     } else if (entry.is_file) {
@@ -297,6 +362,32 @@ Result<std::vector<std::string>> list_files_recursive(const FileSystem& fs, cons
   KB_TRY(collect_files(fs, root, "", files));
   std::sort(files.begin(), files.end());
   return files;
+}
+
+static void walk_into(const FileSystem& fs, const fs::path& root, const std::string& prefix,
+                      std::vector<TreeEntry>& out) {
+  auto entries = fs.list_dir(prefix.empty() ? root : root / prefix);
+  if (!entries) {
+    if (!prefix.empty()) out.back().type = TreeEntry::Type::unreadable;
+    return;
+  }
+  for (const auto& entry : *entries) {
+    std::string rel = prefix.empty() ? entry.name : prefix + "/" + entry.name;
+    using Type = TreeEntry::Type;
+    Type type = entry.is_symlink ? Type::symlink
+                : entry.is_dir   ? Type::directory
+                : entry.is_file  ? Type::file
+                                 : Type::other;
+    out.push_back({rel, type});
+    if (type == Type::directory) walk_into(fs, root, rel, out);
+  }
+}
+
+Result<std::vector<TreeEntry>> walk_tree(const FileSystem& fs, const fs::path& root) {
+  KB_TRY(fs.list_dir(root));
+  std::vector<TreeEntry> out;
+  walk_into(fs, root, "", out);
+  return out;
 }
 
 }  // namespace kbuild::util

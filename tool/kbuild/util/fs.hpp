@@ -6,7 +6,9 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kbuild/util/result.hpp"
@@ -18,7 +20,8 @@ namespace fs = std::filesystem;
 struct FileStat {
   bool exists = false;
   bool is_dir = false;
-  bool is_file = false;  ///< a regular file (symlinks are followed)
+  bool is_file = false;     ///< a regular file (symlinks are followed by stat, not by lstat)
+  bool is_symlink = false;  ///< only from lstat: the path itself is a symbolic link
   bool executable = false;
   std::uint64_t size = 0;
   std::int64_t mtime_ns = 0;  ///< modification time, nanoseconds since the epoch
@@ -45,6 +48,17 @@ class FileSystem {
   virtual ~FileSystem() = default;
   /// Stat without failing: a missing path gives `exists == false`.
   virtual FileStat stat(const fs::path& path) const = 0;
+  /// Stat of the path itself: a symbolic link is reported as one (is_symlink), never followed.
+  virtual FileStat lstat(const fs::path& path) const { return stat(path); }
+  /// Sets the permission bits of `path` (chmod; links are followed). Used to repair a directory of
+  /// the cache made unreadable, and to keep private files private.
+  virtual Result<void> set_mode(const fs::path& path, unsigned mode) {
+    (void)path;
+    (void)mode;
+    return {};
+  }
+  /// The bytes of a regular file (after links). Anything else (a FIFO, a device, a directory) is an
+  /// error, never a wait: reading a FIFO someone put in place of a file must not hang kbuild.
   virtual Result<std::string> read_file(const fs::path& path) const = 0;
   /// Writes `content` to a temporary sibling, then renames it over `path`: readers see the old or
   /// the new content, never a partial file. Creates missing parent directories.
@@ -95,6 +109,8 @@ class FileSystem {
 class RealFileSystem final : public FileSystem {
  public:
   FileStat stat(const fs::path& path) const override;
+  FileStat lstat(const fs::path& path) const override;
+  Result<void> set_mode(const fs::path& path, unsigned mode) override;
   Result<std::string> read_file(const fs::path& path) const override;
   Result<void> write_file_atomic(const fs::path& path, std::string_view content, bool executable = false) override;
   Result<void> write_chunks(const fs::path& path, const ChunkSource& next, bool executable = false) override;
@@ -118,8 +134,22 @@ class RealFileSystem final : public FileSystem {
 /// runaway file gives a clear error (exit code 2) instead of a hang or an exhausted memory.
 Result<std::string> read_input_file(const FileSystem& fs, const fs::path& path, std::uint64_t max_bytes);
 
-/// Lists every regular file below `root`, as sorted relative paths with '/' separators.
+/// Lists every regular file below `root`, as sorted relative paths with '/' separators. Symbolic
+/// links are neither listed nor followed (walk_tree reports them), so a link inside a tree can never
+/// make a walk leave it.
 Result<std::vector<std::string>> list_files_recursive(const FileSystem& fs, const fs::path& root);
+
+/// One entry met by walk_tree.
+struct TreeEntry {
+  enum class Type { file, directory, symlink, other, unreadable };
+  std::string rel;  ///< relative to the root, '/' separators
+  Type type = Type::file;
+};
+/// Every entry below `root` in sorted order, directories before their contents, with lstat
+/// semantics: symbolic links are reported, never followed; FIFOs, sockets and devices are `other`; a
+/// directory that cannot be listed is `unreadable` (and the walk goes on). Fails only when `root`
+/// itself cannot be listed.
+Result<std::vector<TreeEntry>> walk_tree(const FileSystem& fs, const fs::path& root);
 
 /// The bytes of the regular files under `root`, symbolic links neither followed nor counted.
 Result<std::uint64_t> tree_size(const FileSystem& fs, const fs::path& root);
@@ -127,5 +157,10 @@ Result<std::uint64_t> tree_size(const FileSystem& fs, const fs::path& root);
 /// A unique name for a temporary sibling of `path` (same directory, so rename() is atomic): the
 /// process id, a counter and random bits, so no two processes (or calls) ever share one.
 fs::path temp_sibling(const fs::path& path);
+/// The process id in a name made by temp_sibling (".<name>.tmp<pid>-<8 hex>-<n>"); nullopt for other names.
+std::optional<long> temp_sibling_pid(std::string_view name);
+/// True for a temp_sibling file or directory whose process no longer runs and that has not been
+/// modified for a minute (a process of another PID namespace sharing the cache keeps writing).
+bool abandoned_temp(const FileSystem& fs, const fs::path& path);
 
 }  // namespace kbuild::util

@@ -1,4 +1,4 @@
-#include "kbuild/exec/interrupt.hpp"
+#include "kbuild/util/interrupt.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -6,7 +6,7 @@
 
 #include <atomic>
 
-namespace kbuild::exec {
+namespace kbuild::util {
 
 namespace {
 std::atomic<bool> g_interrupted{false};
@@ -35,6 +35,10 @@ void install_interrupt_handlers() {
 
 bool interrupted() { return g_interrupted.load(); }
 
+std::unexpected<Error> interrupted_failure(const std::string& what) {
+  return fail("interrupted " + what, "nothing was left half-written; run the command again", ExitCode::interrupted);
+}
+
 int interrupt_fd() { return g_pipe[0]; }
 
 void raise_interrupt_for_testing() { on_signal(SIGINT); }
@@ -48,4 +52,4 @@ void reset_interrupt_for_testing() {
   }
 }
 
-}  // namespace kbuild::exec
+}  // namespace kbuild::util
