@@ -1,5 +1,7 @@
 #include "support/fakes.hpp"
 
+#include <algorithm>
+
 #include "kbuild/util/strings.hpp"
 
 namespace kbuild::fakes {
@@ -40,8 +42,11 @@ std::optional<exec::CommandResult> FakeCommandRunner::wait() {
   exec::CommandResult result{token, 0, "", 0.01};
   // Outputs are keyed without the ".tmp" suffix the planner adds.
   std::string key = output.ends_with(".tmp") ? output.substr(0, output.size() - 4) : output;
-  if (auto it = failures.find(key); it != failures.end()) {
-    result.exit_code = it->second;
+  bool poisoned = !poison.empty() && std::any_of(argv.begin(), argv.end(), [&](const std::string& arg) {
+    return m_fs.has(arg) && m_fs.content(arg) == poison;
+  });
+  if (auto it = failures.find(key); it != failures.end() || poisoned) {
+    result.exit_code = poisoned ? 1 : it->second;
     result.output = "error: scripted failure\n";
     m_fs.put(output, "partial");  // a failed compiler may leave a partial file behind
     return result;

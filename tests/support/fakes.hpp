@@ -44,8 +44,9 @@ class FakeCommandRunner final : public exec::CommandRunner {
 
   std::map<std::string, std::vector<std::string>> headers;  ///< output path -> extra prerequisites
   std::map<std::string, int> failures;                      ///< output path -> exit code
-  std::vector<std::vector<std::string>> started;            ///< every argv started
-  size_t max_concurrent = 0;                                ///< highest number running at once
+  std::string poison;  ///< non-empty: a command fails when a file named in its argv holds exactly this
+  std::vector<std::vector<std::string>> started;  ///< every argv started
+  size_t max_concurrent = 0;                      ///< highest number running at once
 
   Result<void> start(size_t token, const std::vector<std::string>& argv) override;
   std::optional<exec::CommandResult> wait() override;

@@ -253,3 +253,70 @@ TEST(TerminalReporter, LongCommandsShowTheirElapsedTime) {
   std::string log = report_of_a_long_job(false);
   EXPECT_NE(log.find("kbuild: still running: CUDA a.cu  [v]  (0 s)\n"), std::string::npos) << log;
 }
+
+namespace {
+// A compile cache as data: restores the outputs it was given, counts what it was asked.
+struct ScriptedCache final : JobCache {
+  fakes::MemFileSystem& fs;
+  std::map<std::string, std::string> outputs;  ///< output path -> bytes it restores
+  std::vector<std::string> stored;
+  explicit ScriptedCache(fakes::MemFileSystem& f) : fs(f) {}
+  bool restore(const plan::Job& job) override {
+    auto it = outputs.find(job.outputs.front().string());
+    if (it == outputs.end()) return false;
+    fs.put(job.outputs.front().string(), it->second);
+    if (job.depfile) fs.put(job.depfile->string(), job.outputs.front().string() + ": " + job.inputs.front().string());
+    return true;
+  }
+  void store(const plan::Job& job, const std::vector<std::string>&, bool) override {
+    stored.push_back(job.outputs.front().string());
+  }
+};
+}  // namespace
+
+TEST_F(ExecFixture, ALinkFailingOnCachedObjectsIsRetriedOnceWithFreshOnes) {
+  for (auto& job : graph.jobs) job.cacheable = job.kind != plan::JobKind::link;
+  ScriptedCache cache(fs);
+  cache.outputs["/obj/a.o"] = "WRONG ENTRY";  // consistent to the cache, wrong for the linker
+  runner.poison = "WRONG ENTRY";
+  std::vector<std::string> warnings;
+  struct Warnings final : Reporter {
+    std::vector<std::string>& out;
+    explicit Warnings(std::vector<std::string>& o) : out(o) {}
+    void job_started(const plan::Job&, size_t, size_t, bool) override {}
+    void job_finished(const plan::Job&, const JobOutcome&, size_t, size_t) override {}
+    void explain(const plan::Job&, const std::string&) override {}
+    void info(std::string_view) override {}
+    void warning(std::string_view message) override { out.emplace_back(message); }
+  } reporter_with_warnings(warnings);
+  ExecutorOptions options;
+  options.jobs = 1;
+  Executor executor(graph, {fs, runner, actions, state, reporter_with_warnings, clock, &cache}, options);
+  auto summary = executor.run();
+  EXPECT_TRUE(summary.ok()) << summary.failed;
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("from the compile cache"), std::string::npos);
+  EXPECT_NE(fs.content("/obj/a.o"), "WRONG ENTRY");  // compiled again, and stored again
+  EXPECT_EQ(std::count(cache.stored.begin(), cache.stored.end(), "/obj/a.o"), 1);
+  EXPECT_EQ(summary.not_run, 0u);
+  // A link that fails with fresh objects too is reported, once retried.
+  cache.outputs["/obj/a.o"] = "WRONG ENTRY";
+  runner.failures["/out/lib.so"] = 1;
+  fs.touch("/src/a.cpp");
+  warnings.clear();
+  Executor again(graph, {fs, runner, actions, state, reporter_with_warnings, clock, &cache}, options);
+  auto failed = again.run();
+  EXPECT_EQ(failed.failed, 1u);
+  EXPECT_EQ(warnings.size(), 1u);
+}
+
+TEST_F(ExecFixture, TemporariesOfKilledCommandsAreSweptByTheNextBuild) {
+  fs.put("/obj/a.o.tmp", "partial");
+  fs.put("/obj/a.o.tmp.cpp4.ii", "nvcc intermediate");
+  fs.put("/obj/a.o.tmp.fatbin.c", "nvcc intermediate");
+  fs.put("/obj/notes.tmp.txt", "not ours");
+  run();
+  EXPECT_FALSE(fs.has("/obj/a.o.tmp.cpp4.ii"));
+  EXPECT_FALSE(fs.has("/obj/a.o.tmp.fatbin.c"));
+  EXPECT_TRUE(fs.has("/obj/notes.tmp.txt"));
+}

@@ -19,6 +19,7 @@
 #include "kbuild/server/metadata_db.hpp"
 #include "kbuild/toolchain/archive.hpp"
 #include "kbuild/util/build_info.hpp"
+#include "kbuild/util/cache_layout.hpp"
 #include "kbuild/util/library_versions.hpp"
 #include "kbuild/util/log.hpp"
 #include "kbuild/util/source_info.hpp"
@@ -79,6 +80,13 @@ Result<std::string> python_setting(const std::string& option, Services& services
   return python.value;
 }
 
+// Commands that read or write the cache directory (util/cache_layout.hpp).
+static bool uses_cache(CLI::App& app) {
+  for (const char* name : {"build", "test", "toolchains", "cache", "doctor", "variants"})
+    if (app.got_subcommand(name)) return true;
+  return false;
+}
+
 bool is_smart_terminal(std::FILE* stream, const util::Environment& env) {
   auto term = env.get("TERM");
   return ::isatty(::fileno(stream)) && term && !term->empty() && *term != "dumb";
@@ -124,7 +132,7 @@ void print_error(const Error& error, bool json = false) {
                                        {"kind", exit_code_name(error.code)},
                                        {"message", error.message},
                                        {"hint", error.hint}}}};
-  fmt::print("{}\n", document.dump(2));
+  fmt::print("{}\n", document.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 bool json_requested(int argc, char** argv) {
@@ -279,6 +287,13 @@ int run(int argc, char** argv) {
   util::RealRandom random;
   Services services{fs, launcher, env, clock, random};
   util::log::set_level(util::log::level_for(false, false, env.get("KBUILD_LOG")));
+  if (uses_cache(app) && util::CacheLayout::from_environment(env).root.empty()) {
+    print_error({ExitCode::usage, "no cache directory: HOME is not set (nor KBUILD_CACHE or XDG_CACHE_HOME)",
+                 "set KBUILD_CACHE to a directory of your own, e.g. KBUILD_CACHE=$PWD/.kbuild-cache; kbuild does not "
+                 "fall back to a shared directory such as /tmp, where another user could prepare it"},
+                json);
+    return static_cast<int>(ExitCode::usage);
+  }
   try {
     auto result = action(services);
     if (!result) {

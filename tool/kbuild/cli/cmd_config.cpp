@@ -66,8 +66,7 @@ Result<ExitCode> run_config(const ConfigOptions& options, Services& services) {
   } else {
     outcome = config::load_kernel_config(services.fs, kernel_dir);
   }
-  std::string diagnostics = config::format_diagnostics(outcome.diagnostics);
-  if (!diagnostics.empty()) fmt::print(stderr, "{}", diagnostics);
+  print_diagnostics(outcome.diagnostics);
   if (!outcome.config)
     return fail((kernel_dir / "build.toml").string() + " is invalid", "fix the problems listed above", ExitCode::usage);
   print_json_document(to_json(*outcome.config, *cuda).dump(2));

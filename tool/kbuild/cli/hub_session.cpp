@@ -4,6 +4,7 @@
 
 #include "kbuild/hub/url_download.hpp"
 #include "kbuild/toolchain/probe.hpp"
+#include "kbuild/util/interrupt.hpp"
 #include "kbuild/util/log.hpp"
 #include "kbuild/util/process.hpp"
 
@@ -35,7 +36,9 @@ Result<lock::SystemFacts> probe_system_facts(util::ProcessLauncher& launcher, co
 
 toolchain::UrlDownloader url_downloader(net::HttpTransport& transport) {
   return [&transport](const std::string& url, const std::filesystem::path& destination) -> Result<void> {
-    KB_TRY(hub::download_url(transport, url, destination));
+    auto downloaded = hub::download_url(transport, url, destination);
+    if (!downloaded && util::interrupted()) return util::interrupted_failure("while downloading " + url);
+    KB_TRY(downloaded);
     return {};
   };
 }

@@ -257,11 +257,23 @@ std::vector<Diagnostic> check_project_files(const ParseOutcome& outcome, const u
       continue;
     }
     if (is_include ? !st.is_dir : !st.is_file) {
+      std::string what = std::string(is_include ? "include directory" : "source file") + " \"" + rel + "\"";
       diagnostics.push_back(
           {Severity::error, location,
-           std::string(is_include ? "include directory" : "source file") + " \"" + rel + "\" does not exist",
-           "paths are relative to " + root.string()});
+           what + (st.exists ? (is_include ? " is not a directory" : " is not a regular file") : " does not exist"),
+           st.exists ? "list files and directories only (not FIFOs, devices or sockets)"
+                     : "paths are relative to " + root.string()});
+      continue;
     }
+    // The object is <name>.o, written as <name>.o.tmp, next to nvcc's intermediates
+    // (<name>.o.tmp.cudafe1.stub.c): names a file system refuses (over 255 bytes) fail in the compiler.
+    if (constexpr size_t k_max_name = 224; !is_include && path.filename().string().size() > k_max_name)
+      diagnostics.push_back({Severity::error, location,
+                             "source file name \"" + path.filename().string().substr(0, 40) + "...\" is " +
+                                 std::to_string(path.filename().string().size()) + " bytes long; at most " +
+                                 std::to_string(k_max_name) + " are usable",
+                             "kbuild names the object file and the compiler's intermediates after the source "
+                             "(up to 31 more bytes), and file names end at 255 bytes: rename the file"});
   }
   if (is_valid_kernel_name(config.general.name)) {
     std::string package = config.package_dir();

@@ -35,6 +35,7 @@ class Run {
     m_summary.total = m_jobs.size();
     decide_staleness();
     if (m_summary.stale == 0) return m_summary;
+    sweep_abandoned_temporaries();
     for (size_t i = 0; i < m_jobs.size(); ++i)
       if (m_stale[i] && m_waiting_on[i] == 0) m_ready.push_back(i);
     // After a failure (stop) nothing new starts, but running commands finish and are recorded.
@@ -80,6 +81,26 @@ class Run {
     }
   }
 
+  // Leftovers of commands killed before they could clean up (kill -9, a power loss): temporary
+  // outputs and the intermediates nvcc -objtemp writes next to them (<temp>.<suffix>, tens of MB).
+  // The kernel directory's lock keeps every other build of it out, so these are nobody's.
+  void sweep_abandoned_temporaries() {
+    std::map<std::filesystem::path, std::set<std::string>> temps_by_dir;
+    for (const auto& job : m_jobs)
+      if (job.temp_output) temps_by_dir[job.temp_output->parent_path()].insert(job.temp_output->filename().string());
+    for (const auto& [dir, names] : temps_by_dir) {
+      auto entries = m_s.fs.list_dir(dir);
+      if (!entries) continue;
+      for (const auto& entry : *entries) {
+        size_t end = entry.name.find(".tmp");
+        if (end == std::string::npos) continue;
+        end += 4;
+        bool ours = names.count(entry.name.substr(0, end)) && (entry.name.size() == end || entry.name[end] == '.');
+        if (ours) (void)m_s.fs.remove_all(dir / entry.name);
+      }
+    }
+  }
+
   void start_ready_jobs() {
     while (!m_stop && !m_ready.empty() && m_s.runner.running() < std::max<size_t>(1, m_options.jobs)) {
       if (util::interrupted()) {
@@ -96,7 +117,8 @@ class Run {
   void start(size_t index) {
     const plan::Job& job = m_jobs[index];
     auto explicit_inputs = inputs_at_start(index);
-    if (m_s.cache && job.cacheable && m_s.cache->restore(job)) {
+    if (m_s.cache && job.cacheable && !m_no_cache.count(index) && m_s.cache->restore(job)) {
+      m_restored.insert(index);
       m_s.reporter.job_started(job, m_started++, m_summary.stale, true);
       record(index, explicit_inputs);
       JobOutcome outcome;
@@ -169,16 +191,47 @@ class Run {
   void complete(size_t index, const JobOutcome& outcome) {
     const plan::Job& job = m_jobs[index];
     ++m_finished;
+    if (!outcome.success && retry_without_cache(index)) return;
     if (outcome.success) {
       ++(outcome.cache_hit ? m_summary.cache_hits : m_summary.ran);
-      for (size_t next : m_dependents[index])
-        if (m_stale[next] && --m_waiting_on[next] == 0) m_ready.push_back(next);
+      auto rerun = m_rerun_for.find(index);
+      for (size_t next : m_dependents[index]) {
+        if (rerun != m_rerun_for.end() && next != rerun->second) continue;  // they have had this output
+        if (m_stale[next] && m_waiting_on[next] > 0 && --m_waiting_on[next] == 0) m_ready.push_back(next);
+      }
+      if (rerun != m_rerun_for.end()) m_rerun_for.erase(rerun);
     } else {
       ++m_summary.failed;
       m_s.state.erase(job.id);
       if (!m_options.keep_going) m_stop = true;
     }
     m_s.reporter.job_finished(job, outcome, m_finished, m_summary.stale);
+  }
+
+  // A link that fails on objects restored from the compile cache may have been handed an entry the
+  // cache could not tell from a right one (an entry with a consistent header under a wrong key): it is
+  // retried once, after compiling those objects again without the cache (whose store then replaces
+  // the entries). Only a failure that also happens with fresh objects is reported.
+  bool retry_without_cache(size_t index) {
+    const plan::Job& job = m_jobs[index];
+    if (job.kind != plan::JobKind::link || m_stop || util::interrupted() || !m_link_retried.insert(index).second)
+      return false;
+    std::vector<size_t> restored;
+    for (size_t dep : job.deps)
+      if (m_restored.count(dep)) restored.push_back(dep);
+    if (restored.empty()) return false;
+    m_s.reporter.warning(job.description + " failed with " + std::to_string(restored.size()) +
+                         " object(s) from the compile cache; compiling them again without it");
+    m_summary.stale += restored.size() + 1;
+    m_waiting_on[index] = restored.size();
+    for (size_t dep : restored) {
+      m_restored.erase(dep);
+      m_no_cache.insert(dep);
+      m_rerun_for[dep] = index;
+      m_s.state.erase(m_jobs[dep].id);
+      m_ready.push_back(dep);
+    }
+    return true;
   }
 
   // Stops what still runs (interrupt, or a failed wait): partial outputs go, records are dropped.
@@ -263,6 +316,10 @@ class Run {
   std::deque<size_t> m_ready;
   std::map<size_t, std::vector<FileRecord>> m_in_flight;  // job -> explicit inputs as read at start
   std::map<std::string, bool> m_names_define;             // path -> names the volatile define's macro (this run)
+  std::set<size_t> m_restored;                            // jobs whose outputs came from the cache in this run
+  std::set<size_t> m_no_cache;                            // jobs that run without the cache (see retry_without_cache)
+  std::map<size_t, size_t> m_rerun_for;                   // a job run again -> the link that waits for it
+  std::set<size_t> m_link_retried;
   size_t m_finished = 0, m_started = 0;
   bool m_stop = false;
 };

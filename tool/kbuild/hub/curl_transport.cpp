@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "kbuild/util/build_info.hpp"
+#include "kbuild/util/interrupt.hpp"
 
 namespace kbuild::hub {
 
@@ -147,7 +148,10 @@ size_t write_header(char* data, size_t size, size_t count, void* user) {
   return size * count;
 }
 
+// Also the way out of a transfer on SIGINT/SIGTERM (util/interrupt.hpp): curl calls it about once a
+// second even when nothing arrives, and a non-zero answer aborts the transfer.
 int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t upload_total, curl_off_t upload_now) {
+  if (util::interrupted()) return 1;
   auto* request = static_cast<const net::HttpRequest*>(user);
   if (request->on_upload_progress && upload_total > 0)
     request->on_upload_progress(static_cast<std::uint64_t>(upload_now), static_cast<std::uint64_t>(upload_total));
@@ -215,11 +219,9 @@ std::expected<net::HttpResponse, net::TransportError> CurlTransport::send(const 
   } else if (request.method != "GET") {
     curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, request.method.c_str());
   }
-  if (request.on_upload_progress) {
-    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
-    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &request);
-  }
+  curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+  curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &request);
   curl_slist* headers = nullptr;
   headers = curl_slist_append(headers, "Expect:");  // no 100-continue round trip
   for (const auto& [name, value] : request.headers.all())

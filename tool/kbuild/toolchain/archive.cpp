@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "kbuild/util/fs.hpp"
+#include "kbuild/util/interrupt.hpp"
 
 namespace kbuild::toolchain {
 
@@ -98,6 +99,7 @@ Result<ExtractStats> extract_zip(util::FileSystem& fs, const std::filesystem::pa
     std::unique_ptr<zip_file_t, decltype(&zip_fclose)> file(zip_fopen_index(z.get(), entry.index, 0), &zip_fclose);
     if (!file) return fail("cannot read " + entry.destination + " from " + archive.string());
     auto read_piece = [&](std::string& chunk) -> Result<bool> {
+      if (util::interrupted()) return util::interrupted_failure("while unpacking " + archive.filename().string());
       size_t had = chunk.size();
       chunk.resize(had + k_chunk);
       zip_int64_t n = zip_fread(file.get(), chunk.data() + had, k_chunk);

@@ -362,7 +362,7 @@ Result<plan::PlanRequest> plan_request_for(const BuildRequest& request, BuildSer
                               plan_request));
   plan_request.gate_libraries = request.gate_libraries;
   add_stdcxx_compat(request, services, selection, plan_request);
-  KB_TRY_ASSIGN(plan_request.package_files, util::list_files_recursive(services.fs, kernel_dir / config.package_dir()));
+  KB_TRY_ASSIGN(plan_request.package_files, package_files(services.fs, kernel_dir, config.package_dir()));
   return plan_request;
 }
 

@@ -49,29 +49,103 @@ bool is_source_entry(const util::DirEntry& entry, bool top_level) {
   return !entry.name.ends_with(".pyc");
 }
 
+// Walks the kernel directory. A symbolic link is followed only when it resolves inside the kernel
+// directory (`tree.real_root`) and, for a directory, not to one that contains it (a loop); any other
+// link is not followed and is remembered in `tree.refused` with the reason, for the callers to refuse
+// when it is one of their inputs.
+struct SourceTree {
+  std::filesystem::path real_root;
+  bool all_entries = false;  ///< also dot-entries, __pycache__ and bytecode (the package as it is)
+  std::vector<std::string> files;
+  std::map<std::string, std::string> refused;  ///< relative path of a link -> why it was not followed
+};
+
+std::string fmt_hex_byte(unsigned char c) {
+  static const char* k_hex = "0123456789abcdef";
+  return std::string("\\x") + k_hex[c >> 4] + k_hex[c & 15];
+}
+
+std::optional<std::string> refused_link(const util::FileSystem& fs, const SourceTree& tree,
+                                        const std::filesystem::path& link, bool is_dir) {
+  auto real = fs.real_path(link);
+  if (!real) return "a dangling link (or a loop of links)";
+  auto inside = [](const std::filesystem::path& path, const std::filesystem::path& root) {
+    auto rel = path.lexically_relative(root);
+    return !rel.empty() && *rel.begin() != "..";
+  };
+  if (!inside(*real, tree.real_root) && *real != tree.real_root)
+    return "a link to " + real->string() + ", outside the kernel directory";
+  if (is_dir) {
+    auto real_parent = fs.real_path(link.parent_path());
+    if (*real == tree.real_root || (real_parent && (inside(*real_parent, *real) || *real_parent == *real)))
+      return "a link to a directory that contains it (a loop)";
+  }
+  return std::nullopt;
+}
+
 Result<void> collect_sources(const util::FileSystem& fs, const std::filesystem::path& dir, const std::string& prefix,
-                             std::vector<std::string>& out) {
+                             SourceTree& tree) {
   KB_TRY_ASSIGN(auto entries, fs.list_dir(dir));
   for (const auto& entry : entries) {
-    if (!is_source_entry(entry, prefix.empty())) continue;
+    if (!tree.all_entries && !is_source_entry(entry, prefix.empty())) continue;
     std::string rel = prefix.empty() ? entry.name : prefix + "/" + entry.name;
+    if (!util::is_valid_utf8(entry.name)) {
+      std::string shown;  // printable, and valid in a JSON error
+      for (unsigned char c : rel)
+        shown += c < 0x80 && c >= 0x20 ? std::string(1, static_cast<char>(c)) : fmt_hex_byte(c);
+      tree.refused[shown] = "a name that is not UTF-8 (metadata.json, the Hub and Python need UTF-8 names)";
+      continue;
+    }
+    if (entry.is_symlink) {
+      if (auto why = refused_link(fs, tree, dir / entry.name, entry.is_dir)) {
+        tree.refused[rel] = *why;
+        continue;
+      }
+    }
     if (entry.is_dir) {
-      KB_TRY(collect_sources(fs, dir / entry.name, rel, out));
+      KB_TRY(collect_sources(fs, dir / entry.name, rel, tree));
     } else if (entry.is_file) {
-      out.push_back(std::move(rel));
+      tree.files.push_back(std::move(rel));
     }
   }
   return {};
+}
+
+Result<SourceTree> walk_sources(const util::FileSystem& fs, const std::filesystem::path& root,
+                                const std::filesystem::path& kernel_dir, bool all_entries) {
+  SourceTree tree;
+  KB_TRY_ASSIGN(tree.real_root, fs.real_path(kernel_dir));
+  tree.all_entries = all_entries;
+  KB_TRY(collect_sources(fs, root, "", tree));
+  std::sort(tree.files.begin(), tree.files.end());
+  return tree;
+}
+
+// Error (exit code 2) naming every refused link among a caller's inputs.
+Result<void> refuse_links(const std::filesystem::path& kernel_dir, const std::vector<std::string>& problems) {
+  if (problems.empty()) return {};
+  return fail(
+      "build inputs in " + kernel_dir.string() + " that kbuild does not read:\n  " + util::join(problems, "\n  "),
+      "a build reads only files inside the kernel directory, by UTF-8 names: copy the file in (or point "
+      "the link at a file inside it), rename what is not UTF-8",
+      ExitCode::usage);
 }
 
 }  // namespace
 
 Result<std::vector<std::string>> kernel_source_files(const util::FileSystem& fs,
                                                      const std::filesystem::path& kernel_dir) {
-  std::vector<std::string> files;
-  KB_TRY(collect_sources(fs, kernel_dir, "", files));
-  std::sort(files.begin(), files.end());
-  return files;
+  KB_TRY_ASSIGN(SourceTree tree, walk_sources(fs, kernel_dir, kernel_dir, false));
+  return std::move(tree.files);
+}
+
+Result<std::vector<std::string>> package_files(const util::FileSystem& fs, const std::filesystem::path& kernel_dir,
+                                               const std::string& package_dir) {
+  KB_TRY_ASSIGN(SourceTree tree, walk_sources(fs, kernel_dir / package_dir, kernel_dir, true));
+  std::vector<std::string> problems;
+  for (const auto& [rel, why] : tree.refused) problems.push_back(package_dir + "/" + rel + ": " + why);
+  KB_TRY(refuse_links(kernel_dir, problems));
+  return std::move(tree.files);
 }
 
 namespace {
@@ -103,13 +177,24 @@ Result<std::vector<std::string>> build_input_files(const util::FileSystem& fs, c
   add(config.torch.src, config.torch.include);
   for (const auto& component : config.kernels) add(component.src, component.include);
   const std::string package = directory_prefix(config.package_dir());
-  KB_TRY_ASSIGN(std::vector<std::string> files, kernel_source_files(fs, kernel_dir));
+  KB_TRY_ASSIGN(SourceTree tree, walk_sources(fs, kernel_dir, kernel_dir, false));
   std::vector<std::string> inputs;
-  for (const auto& rel : files) {
+  for (const auto& rel : tree.files) {
     bool input = listed.count(rel) || rel.starts_with(package);
     for (const auto& prefix : include_prefixes) input = input || (rel.starts_with(prefix) && c_family_file(rel));
     if (input) inputs.push_back(rel);
   }
+  // A refused link is an error when it is (or may hold) an input: a listed source, in the package, or
+  // under an include directory; elsewhere (a test helper, a venv) it is none of the build's business.
+  std::vector<std::string> problems;
+  for (const auto& [rel, why] : tree.refused) {
+    bool input = listed.count(rel) || rel.starts_with(package) || (rel + "/").starts_with(package);
+    for (const auto& prefix : include_prefixes)
+      input = input || rel.starts_with(prefix) || (rel + "/").starts_with(prefix) || prefix.starts_with(rel + "/");
+    for (const auto& source : listed) input = input || source.starts_with(rel + "/");
+    if (input) problems.push_back(rel + ": " + why);
+  }
+  KB_TRY(refuse_links(kernel_dir, problems));
   return inputs;
 }
 

@@ -29,10 +29,18 @@ Result<config::KernelConfig> load_kernel(const util::FileSystem& fs, const std::
 Result<std::vector<std::string>> kernel_source_files(const util::FileSystem& fs,
                                                      const std::filesystem::path& kernel_dir);
 
+/// The files of the Python package directory `package_dir` (relative to the kernel directory), all
+/// of them (the install step filters), relative to the package and sorted. Symbolic links are
+/// followed only to files and directories inside the kernel directory (and never into a loop);
+/// any other link is an error (exit code 2) naming each, so nothing outside reaches build/.
+Result<std::vector<std::string>> package_files(const util::FileSystem& fs, const std::filesystem::path& kernel_dir,
+                                               const std::string& package_dir);
+
 /// The files of the kernel directory that a build reads, relative and sorted: build.toml, every file
 /// listed in a `src` ([torch] and components), the C, C++ and CUDA files under their `include`
 /// directories, and the Python package (torch-ext/<python_name>/, bytecode left out). README, tests,
-/// benchmarks, kbuild.lock and other files are not build inputs.
+/// benchmarks, kbuild.lock and other files are not build inputs. Links are followed as package_files
+/// says; a refused link that is (or may hold) a build input is an error (exit code 2).
 Result<std::vector<std::string>> build_input_files(const util::FileSystem& fs, const std::filesystem::path& kernel_dir,
                                                    const config::KernelConfig& config);
 

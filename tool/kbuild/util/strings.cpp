@@ -1,5 +1,7 @@
 #include "kbuild/util/strings.hpp"
 
+#include <cstdint>
+
 #include <cstdio>
 
 #include <algorithm>
@@ -170,6 +172,25 @@ std::string printable(std::string_view text) {
     }
   }
   return out;
+}
+
+bool is_valid_utf8(std::string_view text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    auto byte = static_cast<unsigned char>(text[i]);
+    size_t length = byte < 0x80 ? 1 : (byte >> 5) == 0x6 ? 2 : (byte >> 4) == 0xE ? 3 : (byte >> 3) == 0x1E ? 4 : 0;
+    if (length == 0 || i + length > text.size()) return false;
+    std::uint32_t code = length == 1 ? byte : byte & (0x7F >> length);
+    for (size_t k = 1; k < length; ++k) {
+      auto next = static_cast<unsigned char>(text[i + k]);
+      if ((next >> 6) != 0x2) return false;
+      code = (code << 6) | (next & 0x3F);
+    }
+    static const std::uint32_t k_min[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (code < k_min[length] || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return false;
+    i += length;
+  }
+  return true;
 }
 
 }  // namespace kbuild::util

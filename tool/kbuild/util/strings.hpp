@@ -32,4 +32,7 @@ size_t edit_distance(std::string_view a, std::string_view b);
 /// The candidate closest to `word` if it is close enough to be a plausible typo, else "".
 std::string closest_match(std::string_view word, const std::vector<std::string>& candidates);
 
+/// Whether `text` is well-formed UTF-8 (no overlong forms, surrogates or code points past U+10FFFF).
+bool is_valid_utf8(std::string_view text);
+
 }  // namespace kbuild::util
