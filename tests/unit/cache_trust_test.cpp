@@ -210,3 +210,24 @@ TEST(FileSystemReads, AFifoIsAnErrorNotAWait) {
 
 }  // namespace
 }  // namespace kbuild::cache
+
+namespace kbuild::cache {
+namespace {
+
+TEST(CacheEntry, RestoredElfMustBeOfTheJobsKind) {
+  std::string header = std::string(
+                           "\x7f"
+                           "ELF\x02\x01\x01",
+                           7) +
+                       std::string(9, '\0');
+  std::string relocatable = header + std::string("\x01\x00", 2) + "rest";
+  std::string shared = header + std::string("\x03\x00", 2) + "rest";
+  EXPECT_TRUE(plausible_output(false, relocatable));
+  EXPECT_FALSE(plausible_output(true, relocatable));  // an object file restored as a library
+  EXPECT_TRUE(plausible_output(true, shared));
+  EXPECT_FALSE(plausible_output(false, shared));         // a library restored as an object file
+  EXPECT_TRUE(plausible_output(false, "OBJECT BYTES"));  // not ELF: left to the linker and the ABI gate
+}
+
+}  // namespace
+}  // namespace kbuild::cache

@@ -156,6 +156,10 @@ Result<bool> CompileCache::try_restore(const plan::Job& job) {
   auto stored = read_tiered(object, [&](const std::string& t) { return decode_object(t, key, why).has_value(); });
   if (!stored) return false;
   auto bytes = decode_object(std::move(*stored), key, why);
+  if (bytes && !plausible_output(job.kind == plan::JobKind::link, *bytes)) {
+    bytes.reset();
+    why = std::string("not an ELF ") + (job.kind == plan::JobKind::link ? "shared library" : "object file");
+  }
   if (!bytes) {
     discard(object, why);
     return false;

@@ -22,6 +22,12 @@ std::string encode_object(std::string_view key, std::string_view bytes);
 /// The bytes of a stored object under `key`; nullopt when damaged, `why` saying how.
 std::optional<std::string> decode_object(std::string stored, std::string_view key, std::string& why);
 
+/// Whether restored bytes can be a job's output: an ELF file must be a shared library (ET_DYN) for a
+/// link and a relocatable object (ET_REL) for a compile, so an entry with a consistent header but
+/// the other kind of output (planted, or a cache shared with a broken tool) is damage. Bytes that are
+/// not ELF at all are left to the linker and the ABI gate.
+bool plausible_output(bool shared_library, std::string_view bytes);
+
 std::string encode_manifest(std::string_view key, const nlohmann::json& entries);
 /// The entries of a manifest stored under `key`; nullopt when damaged, `why` saying how.
 std::optional<nlohmann::json> decode_manifest(const std::string& text, std::string_view key, std::string& why);

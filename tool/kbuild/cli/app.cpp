@@ -20,6 +20,7 @@
 #include "kbuild/toolchain/archive.hpp"
 #include "kbuild/util/build_info.hpp"
 #include "kbuild/util/cache_layout.hpp"
+#include "kbuild/util/interrupt.hpp"
 #include "kbuild/util/library_versions.hpp"
 #include "kbuild/util/log.hpp"
 #include "kbuild/util/source_info.hpp"
@@ -294,8 +295,13 @@ int run(int argc, char** argv) {
                 json);
     return static_cast<int>(ExitCode::usage);
   }
+  // Every command stops on SIGINT/SIGTERM with exit code 130: loops, lock waits, transfers and
+  // unpacking check util::interrupted(); whatever fails after a signal is reported as interrupted.
+  util::install_interrupt_handlers();
   try {
     auto result = action(services);
+    if (!result && util::interrupted() && result.error().code != ExitCode::interrupted)
+      result = util::interrupted_failure("(" + result.error().message + ")");
     if (!result) {
       print_error(result.error(), json);
       return static_cast<int>(result.error().code);

@@ -1,6 +1,7 @@
 #include "kbuild/util/fs.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -149,14 +150,20 @@ Result<std::unique_ptr<FileLock>> RealFileSystem::flock_file(const fs::path& pat
       if (saved == ENOENT && attempt < 100) continue;  // the directory vanished between the two calls
       return io_fail("cannot open the lock " + path.string() + ": " + std::strerror(saved), saved);
     }
-    while (::flock(fd, operation | (wait ? 0 : LOCK_NB)) != 0) {
-      if (errno == EINTR && interrupted()) {
-        ::close(fd);
-        return interrupted_failure("while waiting for the lock " + path.string());
-      }
-      if (errno == EINTR) continue;
+    // Waiting polls (LOCK_NB, then up to 100 ms on the interrupt pipe): a blocking flock would miss a
+    // signal that arrives just before it starts, and the build would wait on, deaf to Ctrl-C.
+    while (::flock(fd, operation | LOCK_NB) != 0) {
       int saved = errno;
+      if (saved == EINTR) continue;
+      if (saved == EWOULDBLOCK && wait && !interrupted()) {
+        struct pollfd signal_pipe {
+          interrupt_fd(), POLLIN, 0
+        };
+        (void)::poll(&signal_pipe, signal_pipe.fd >= 0 ? 1 : 0, 100);
+        continue;
+      }
       ::close(fd);
+      if (saved == EWOULDBLOCK && wait) return interrupted_failure("while waiting for the lock " + path.string());
       if (saved == EWOULDBLOCK) return std::unique_ptr<FileLock>();
       return io_fail("cannot lock " + path.string() + ": " + std::strerror(saved), saved);
     }

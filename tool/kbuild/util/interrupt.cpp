@@ -12,12 +12,19 @@ namespace {
 std::atomic<bool> g_interrupted{false};
 int g_pipe[2] = {-1, -1};
 
-void on_signal(int) {
+void record_signal() {
   g_interrupted.store(true);
   if (g_pipe[1] >= 0) {
     char byte = 1;
     [[maybe_unused]] auto ignored = ::write(g_pipe[1], &byte, 1);
   }
+}
+
+// The first signal asks every loop to stop and clean up; a second one (an impatient Ctrl-C, or a
+// command stuck where no loop checks) ends the process at once, with the same exit code.
+void on_signal(int) {
+  if (g_interrupted.load()) ::_exit(130);
+  record_signal();
 }
 }  // namespace
 
@@ -41,7 +48,7 @@ std::unexpected<Error> interrupted_failure(const std::string& what) {
 
 int interrupt_fd() { return g_pipe[0]; }
 
-void raise_interrupt_for_testing() { on_signal(SIGINT); }
+void raise_interrupt_for_testing() { record_signal(); }
 
 void reset_interrupt_for_testing() {
   g_interrupted.store(false);
