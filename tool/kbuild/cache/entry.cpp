@@ -67,7 +67,10 @@ std::optional<std::string> decode_object(std::string stored, std::string_view ke
 }
 
 bool plausible_output(bool shared_library, std::string_view bytes) {
-  if (bytes.size() < 18 || bytes.substr(0, 4) != "\x7f" "ELF") return true;
+  if (bytes.size() < 18 || bytes.substr(0, 4) !=
+                               "\x7f"
+                               "ELF")
+    return true;
   // e_type at offset 16, in the byte order of EI_DATA (5): 1 little-endian, 2 big-endian.
   auto low = static_cast<unsigned char>(bytes[bytes[5] == 2 ? 17 : 16]);
   auto high = static_cast<unsigned char>(bytes[bytes[5] == 2 ? 16 : 17]);
