@@ -219,3 +219,24 @@ def test_hostile_inputs_get_clear_errors(tmp_path):
     assert "not UTF-8" in result.stderr and "bad\\xff.py" in result.stderr, result.stderr
     import json
     assert json.loads(result.stdout)["error"]["code"] == 2
+
+
+def test_a_read_only_kernel_directory_builds_when_up_to_date(cached_build, tmp_path):
+    _, cache, _ = cached_build
+    env = dict(os.environ, KBUILD_CACHE=str(cache))
+    source = copy_kernel(tmp_path / "source", init_git=False)
+    view = tmp_path / "view"
+    view.mkdir()
+    if subprocess.run(["mount", "--bind", str(source), str(view)], capture_output=True).returncode != 0:
+        pytest.skip("bind mounts need CAP_SYS_ADMIN")
+    try:
+        run_kbuild(*build_args(view, "--backend", "cpu"), env=env)
+        subprocess.run(["mount", "-o", "remount,bind,ro", str(view)], check=True)
+        up_to_date = run_kbuild(*build_args(view, "--backend", "cpu"), env=env, check=False)
+        assert up_to_date.returncode == 0 and "up to date" in up_to_date.stdout, up_to_date.stderr
+        with open(source / "img2gray_cpu" / "img2gray_cpu.cpp", "a") as f:
+            f.write("// an edit\n")
+        stale = run_kbuild(*build_args(view, "--backend", "cpu"), env=env, check=False)
+        assert stale.returncode == 1 and "is read-only and" in stale.stderr, stale.stderr
+    finally:
+        subprocess.run(["umount", str(view)], capture_output=True)

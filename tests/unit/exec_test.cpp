@@ -320,3 +320,17 @@ TEST_F(ExecFixture, TemporariesOfKilledCommandsAreSweptByTheNextBuild) {
   EXPECT_FALSE(fs.has("/obj/a.o.tmp.fatbin.c"));
   EXPECT_TRUE(fs.has("/obj/notes.tmp.txt"));
 }
+
+TEST_F(ExecFixture, AReadOnlyRunSucceedsWhenUpToDateAndRunsNothingOtherwise) {
+  run();
+  ExecutorOptions options;
+  options.read_only = true;
+  runner.started.clear();
+  auto fresh = Executor(graph, {fs, runner, actions, state, reporter, clock, nullptr}, options).run();
+  EXPECT_TRUE(fresh.ok());
+  fs.touch("/src/a.cpp");
+  auto stale = Executor(graph, {fs, runner, actions, state, reporter, clock, nullptr}, options).run();
+  EXPECT_TRUE(stale.blocked_read_only);
+  EXPECT_FALSE(stale.ok());
+  EXPECT_TRUE(runner.started.empty());
+}

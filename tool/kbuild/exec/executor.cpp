@@ -35,6 +35,11 @@ class Run {
     m_summary.total = m_jobs.size();
     decide_staleness();
     if (m_summary.stale == 0) return m_summary;
+    if (m_options.read_only) {
+      m_summary.blocked_read_only = true;
+      m_summary.not_run = m_summary.stale;
+      return m_summary;
+    }
     sweep_abandoned_temporaries();
     for (size_t i = 0; i < m_jobs.size(); ++i)
       if (m_stale[i] && m_waiting_on[i] == 0) m_ready.push_back(i);

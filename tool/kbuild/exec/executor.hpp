@@ -33,6 +33,9 @@ struct ExecutorOptions {
   /// Prepended to compile commands when they run (ccache, sccache); not part of job keys, so
   /// turning a launcher on or off does not rebuild anything.
   std::vector<std::string> launcher;
+  /// Nothing may be written (a read-only kernel directory): when any job is stale, none runs and
+  /// ExecSummary::blocked_read_only says so; an up-to-date graph is a success.
+  bool read_only = false;
 };
 
 struct ExecSummary {
@@ -43,6 +46,7 @@ struct ExecSummary {
   size_t failed = 0;
   size_t not_run = 0;  ///< stale jobs skipped after a failure or interrupt
   bool interrupted = false;
+  bool blocked_read_only = false;  ///< stale jobs in a read-only run (ExecutorOptions::read_only)
   bool ok() const { return failed == 0 && !interrupted && not_run == 0; }
 };
 

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <deque>
 #include <set>
 
@@ -183,7 +184,7 @@ Result<std::optional<std::vector<std::string>>> cuda_archs_only(const BuildReque
 }
 
 Result<exec::ExecSummary> execute(const BuildRequest& request, BuildServices& services, const plan::JobGraph& graph,
-                                  const std::filesystem::path& work_dir) {
+                                  const std::filesystem::path& work_dir, bool read_only) {
   const auto state_file = work_dir / "state";
   exec::BuildState state = exec::BuildState::load(services.fs, state_file);
   std::optional<cache::CompileCache> compile_cache;
@@ -201,8 +202,9 @@ Result<exec::ExecSummary> execute(const BuildRequest& request, BuildServices& se
                                        services.reporter,
                                        services.clock,
                                        compile_cache ? &*compile_cache : nullptr};
-  exec::Executor executor(graph, exec_services, {request.jobs, request.keep_going, request.launcher});
+  exec::Executor executor(graph, exec_services, {request.jobs, request.keep_going, request.launcher, read_only});
   exec::ExecSummary summary = executor.run();
+  if (read_only) return summary;
   if (auto saved = state.save(services.fs, state_file); !saved)
     services.reporter.warning("could not save the build state: " + saved.error().message);
   if (compile_cache && summary.stale > 0) compile_cache->finish();
@@ -345,8 +347,13 @@ Result<plan::PlanRequest> plan_request_for(const BuildRequest& request, BuildSer
   // Rewritten only when the sources change: the install jobs' records then tell which sources built them.
   const auto manifest_file = work_dir / "sources";
   const std::string manifest = identity.sources.render();
-  if (services.fs.read_file(manifest_file).value_or("") != manifest)
-    KB_TRY(services.fs.write_file_atomic(manifest_file, manifest));
+  if (services.fs.read_file(manifest_file).value_or("") != manifest) {
+    auto written = services.fs.write_file_atomic(manifest_file, manifest);
+    // In a read-only kernel directory the build stops before running anything (the sources changed,
+    // so jobs are stale) with a message of its own.
+    if (!written && written.error().os_errno != EROFS && written.error().os_errno != EACCES)
+      return fail(written.error());
+  }
   plan_request.source_manifest = manifest_file;
   plan_request.builder_version = request.builder_version;
   plan_request.variants = selection.variants;
@@ -376,13 +383,20 @@ Result<BuildOutcome> build(const BuildRequest& request, BuildServices& services)
   KB_TRY_ASSIGN(std::string ops_check_stamp, check_registration_prefix(services.launcher, services.fs, request.python,
                                                                        kernel_dir, work_dir / "ops-check.stamp"));
   KB_TRY(services.fs.make_dirs(work_dir));
-  KB_TRY_ASSIGN(auto lock, lock_kernel_dir(services.fs, work_dir, request.wait_for_lock,
-                                           [](const std::string& line) { util::log::info(line); }));
+  auto lock = lock_kernel_dir(services.fs, work_dir, request.wait_for_lock,
+                              [](const std::string& line) { util::log::info(line); });
+  // A kernel directory that cannot be written (a read-only mount, another user's checkout) can still
+  // be checked: a build that finds everything up to date succeeds without writing anything.
+  const bool read_only =
+      !lock && (lock.error().os_errno == EROFS || lock.error().os_errno == EACCES || lock.error().os_errno == EPERM);
+  if (!lock && !read_only) return fail(lock.error());
   // Toolchains and objects are used in place: `kbuild cache prune` waits while a build runs.
   KB_TRY_ASSIGN(auto in_use,
                 cache::hold_cache_in_use(services.fs, util::CacheLayout::from_environment(services.env).root));
-  (void)services.fs.write_file_atomic(work_dir / ".gitignore", "# kbuild intermediates, never shipped\n*\n");
-  (void)services.fs.write_file_atomic(work_dir / "ops-check.stamp", ops_check_stamp + "\n");
+  if (!read_only) {
+    (void)services.fs.write_file_atomic(work_dir / ".gitignore", "# kbuild intermediates, never shipped\n*\n");
+    (void)services.fs.write_file_atomic(work_dir / "ops-check.stamp", ops_check_stamp + "\n");
+  }
   KB_TRY_ASSIGN(Selection selection, select_variants(request, services, config, work_dir));
   for (const auto& warning : component_less_backend_warnings(config, selection.variants))
     services.reporter.warning(warning);
@@ -390,10 +404,16 @@ Result<BuildOutcome> build(const BuildRequest& request, BuildServices& services)
   KB_TRY_ASSIGN(plan::PlanRequest plan_request,
                 plan_request_for(request, services, config, selection, work_dir, archs_reason));
   KB_TRY_ASSIGN(plan::JobGraph graph, plan::plan_build(plan_request));
-  (void)services.fs.write_file_atomic(work_dir / "toolchains-used.json", toolchains_record(selection.variants));
-  (void)services.fs.write_file_atomic(work_dir / "compile_commands.json", compile_commands(graph, kernel_dir));
+  if (!read_only) {
+    (void)services.fs.write_file_atomic(work_dir / "toolchains-used.json", toolchains_record(selection.variants));
+    (void)services.fs.write_file_atomic(work_dir / "compile_commands.json", compile_commands(graph, kernel_dir));
+  }
 
-  KB_TRY_ASSIGN(exec::ExecSummary summary, execute(request, services, graph, work_dir));
+  KB_TRY_ASSIGN(exec::ExecSummary summary, execute(request, services, graph, work_dir, read_only));
+  if (summary.blocked_read_only)
+    return fail(fmt::format("{} is read-only and {} job{} out of date", kernel_dir.string(), summary.stale,
+                            summary.stale == 1 ? " is" : "s are"),
+                "make the kernel directory writable (kbuild writes .kbuild/ and build/ only), or build a copy of it");
   if (summary.interrupted)
     return fail("interrupted; finished jobs are kept, unfinished outputs removed", "run kbuild build again to continue",
                 ExitCode::interrupted);
