@@ -379,3 +379,19 @@ print("verified", cls.__name__)
 """
     result = subprocess.run([PYTHON, "-c", script, built_kernel], capture_output=True, text=True)
     assert result.returncode == 0 and "verified Img2grayBenchmark" in result.stdout, result.stdout + result.stderr
+
+
+def test_info_describes_a_local_kernel_directory(built_kernel):
+    """`kbuild info ./dir`, as `kernels info` takes a local path: the same report as for a Hub revision."""
+    as_json = run_kbuild("info", f"./{built_kernel.name}", "--json", "--python", PYTHON, cwd=built_kernel.parent)
+    report = json.loads(as_json.stdout)
+    assert report["source"] == "local directory" and report["repo_id"] == str(built_kernel)
+    by_name = {v["variant"]: v for v in report["variants"]}
+    assert by_name[CPU_VARIANT]["metadata"]["id"].startswith("_img2gray_cpu_")
+    for variant in by_name.values():
+        archs = variant["metadata"]["archs"]
+        assert archs == sorted(archs, key=lambda a: tuple(int(re.match(r"\d+", x).group()) for x in a.split(".")[:2]))
+    text = run_kbuild("info", built_kernel, "--python", PYTHON).stdout
+    assert f"{built_kernel} (local directory: build/)" in text and " kB, " in text, text
+    refused = run_kbuild("info", built_kernel, "--version", "1", check=False)
+    assert refused.returncode == 2 and "local directory" in refused.stderr

@@ -74,3 +74,22 @@ def test_update_build_brings_a_v4_file_to_edition_5_in_place_keeping_comments(tm
     assert text.replace("edition = 5\n", "") == v4 and text.startswith("# img2gray:")
     assert "edition-less" not in run_kbuild("config", kernel).stderr
     assert "nothing to do" in run_kbuild("update-build", kernel).stdout
+
+
+def test_update_build_converts_a_v3_file_as_kernel_builder_does(tmp_path):
+    kernel = copy_kernel(tmp_path / "img2gray", init_git=False)
+    toml = kernel / "build.toml"
+    v3 = toml.read_text().replace("edition = 5\n", "").replace("version = 1\n", "")
+    toml.write_text(v3)
+    refused = run_kbuild("config", kernel, check=False)
+    assert refused.returncode == 2 and "kbuild update-build" in refused.stderr, refused.stderr
+    assert not kernel_builder_accepts(kernel)  # kernel-builder loads no v3 file either
+    run_kbuild("update-build", kernel)
+    text = toml.read_text()
+    assert text.replace("edition = 5\nversion = 1\n", "") == v3 and text.startswith("# img2gray:")
+    run_kbuild("config", kernel)
+    assert kernel_builder_accepts(kernel)
+    # Without a license there is nothing to convert to: kernel-builder's verdict.
+    toml.write_text(v3.replace('license = "Apache-2.0"\n', ""))
+    no_license = run_kbuild("update-build", kernel, check=False)
+    assert no_license.returncode == 2 and "`license` key is required" in no_license.stderr, no_license.stderr

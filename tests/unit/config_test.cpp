@@ -245,9 +245,29 @@ TEST(UpdateBuild, AddsTheEditionKeepingEverythingElseAndIsIdempotent) {
   ASSERT_TRUE(again);
   EXPECT_FALSE(*again);  // edition 5 already
 
+  // v3 without a license: kernel-builder's verdict, in words.
   auto v3 = kbuild::config::update_build_toml(read(dir + "invalid/v3.toml"), "build.toml");
   ASSERT_FALSE(v3);
-  EXPECT_NE(v3.error().message.find("v3 format"), std::string::npos);
+  EXPECT_NE(v3.error().message.find("`license` key is required"), std::string::npos) << v3.error().message;
+  // v3 with a license: version 1 and the edition added, comments and order kept; no framework table
+  // gives an empty [torch-noarch], as kernel-builder's conversion does.
+  const std::string v3_text =
+      "# my kernel\n[general]\nname = \"relu\" # the name\nlicense = \"Apache-2.0\"\nbackends = [\"cuda\"]\n\n"
+      "[torch]\nsrc = [\"torch-ext/torch_binding.cpp\"]\n";
+  auto converted = kbuild::config::update_build_toml(v3_text, "build.toml");
+  ASSERT_TRUE(converted) << converted.error().message;
+  ASSERT_TRUE(*converted);
+  EXPECT_EQ(**converted,
+            "# my kernel\n[general]\nedition = 5\nversion = 1\nname = \"relu\" # the name\n"
+            "license = \"Apache-2.0\"\nbackends = [\"cuda\"]\n\n[torch]\nsrc = [\"torch-ext/torch_binding.cpp\"]\n");
+  auto noarch = kbuild::config::update_build_toml(
+      "[general]\nname = \"helpers\"\nversion = 2\nlicense = \"MIT\"\nbackends = [\"cpu\"]\n", "build.toml");
+  ASSERT_TRUE(noarch) << noarch.error().message;
+  ASSERT_TRUE(*noarch);
+  EXPECT_NE((*noarch)->find("\n[torch-noarch]\n"), std::string::npos);
+  EXPECT_EQ((*noarch)->find("version = 1"), std::string::npos);  // its own version kept
+  auto reparsed = kbuild::config::parse_build_toml(**noarch, "build.toml");
+  EXPECT_TRUE(reparsed.config);
   auto broken = kbuild::config::update_build_toml("[general]\nname = 1\n", "build.toml");
   ASSERT_FALSE(broken);
   EXPECT_EQ(broken.error().code, kbuild::ExitCode::usage);

@@ -254,8 +254,23 @@ std::optional<Error> unknown_command(CLI::App& app, int argc, char** argv) {
 }
 }  // namespace
 
+// CLI11 shows a flag that takes an optional value as `--upgrade{*}`; users read `--upgrade[=VALUE]`.
+class HelpFormatter final : public CLI::Formatter {
+ public:
+  std::string make_option_name(const CLI::Option* option, bool is_positional) const override {
+    std::string name = CLI::Formatter::make_option_name(option, is_positional);
+    for (size_t open = name.find('{'); open != std::string::npos; open = name.find('{', open)) {
+      size_t close = name.find('}', open);
+      if (close == std::string::npos) break;
+      name.replace(open, close - open + 1, "[=VALUE]");
+    }
+    return name;
+  }
+};
+
 int run(int argc, char** argv) {
   CLI::App app{"kbuild builds PyTorch kernels (CUDA and CPU) for the kernels ecosystem", "kbuild"};
+  app.formatter(std::make_shared<HelpFormatter>());
   app.set_version_flag("-V,--version", [] { return version_text(); });
   app.require_subcommand(1);
   app.footer(

@@ -101,12 +101,12 @@ Result<ExitCode> run_build(const BuildOptions& options, Services& services) {
   if (summary.stale == 0)
     reporter.info(fmt::format("kbuild: no work to do ({} up to date)", util::join(outcome.variants, ", ")));
   else
-    reporter.info(fmt::format("kbuild: built {} in {:.1f} s ({} jobs run, {} from cache){}",
-                              util::join(outcome.variants, ", "), outcome.seconds, summary.ran, summary.cache_hits,
-                              outcome.cuda_archs.empty()
-                                  ? ""
-                                  : fmt::format("; CUDA for {} only ({}; --cuda-archs all for every one)",
-                                                util::join(outcome.cuda_archs, ", "), outcome.cuda_archs_reason)));
+    reporter.info(fmt::format(
+        "kbuild: built {} in {:.1f} s ({} run, {} from cache){}", util::join(outcome.variants, ", "), outcome.seconds,
+        util::count_of(summary.ran, "job"), summary.cache_hits,
+        outcome.cuda_archs.empty() ? ""
+                                   : fmt::format("; CUDA for {} only ({}; --cuda-archs all for every one)",
+                                                 util::join(outcome.cuda_archs, ", "), outcome.cuda_archs_reason)));
   return ExitCode::ok;
 }
 

@@ -134,8 +134,8 @@ Result<ExitCode> run_publish(const PublishCliOptions& options, Services& service
     return ExitCode::ok;
   }
   if (outcome.status == "dry_run") {
-    fmt::print("dry run: would publish {} variant(s) of {} to {} (branch {}{})\n", outcome.variants.size(),
-               config.general.name, outcome.repo_id, outcome.branch,
+    fmt::print("dry run: would publish {} of {} to {} (branch {}{})\n",
+               util::count_of(outcome.variants.size(), "variant"), config.general.name, outcome.repo_id, outcome.branch,
                outcome.tag.empty() ? ", no tag" : ", tag " + outcome.tag);
     print_plan(outcome);
     return ExitCode::ok;

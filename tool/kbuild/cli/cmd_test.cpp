@@ -17,6 +17,7 @@
 #include "kbuild/usecase/test_variants.hpp"
 #include "kbuild/util/interrupt.hpp"
 #include "kbuild/util/log.hpp"
+#include "kbuild/util/strings.hpp"
 
 namespace kbuild::cli {
 
@@ -113,14 +114,15 @@ Result<ExitCode> run_test(const TestOptions& options, Services& services) {
     untested += r.status == usecase::VariantTestResult::Status::not_tested;
   }
   if (failed > 0)
-    return fail(fmt::format("{} of {} variant(s) failed their tests", failed, results.size()),
+    return fail(fmt::format("{} of {} failed their tests", failed, util::count_of(results.size(), "variant")),
                 "the output of each failed run is above", ExitCode::failure);
   // Variants asked for by name (or by --matrix) must be tested; the default run only reports them.
   if (untested > 0 && (!options.variants.empty() || options.matrix))
-    return fail(fmt::format("{} of the {} variant(s) asked for could not be tested here", untested, results.size()),
+    return fail(fmt::format("{} of the {} asked for could not be tested here", untested,
+                            util::count_of(results.size(), "variant")),
                 "see the reasons above; test them where a matching Torch (and GPU) is available", ExitCode::failure);
   if (!options.json)
-    fmt::print("kbuild: {} variant(s) passed{}\n", results.size() - untested,
+    fmt::print("kbuild: {} passed{}\n", util::count_of(results.size() - untested, "variant"),
                untested ? fmt::format(", {} not tested (see above)", untested) : "");
   return ExitCode::ok;
 }

@@ -38,7 +38,8 @@ Result<ExitCode> run_update_build(const UpdateBuildOptions& options, Services& s
 
 void register_update_build(CLI::App& app, CommandAction& action) {
   auto options = std::make_shared<UpdateBuildOptions>();
-  CLI::App* cmd = app.add_subcommand("update-build", "Update an edition-less (v4) build.toml to edition 5 in place");
+  CLI::App* cmd =
+      app.add_subcommand("update-build", "Update an edition-less (v4) or v3 build.toml to edition 5 in place");
   cmd->add_option("kernel_dir", options->kernel_dir, "Kernel directory (contains build.toml)")->capture_default_str();
   cmd->add_flag("-n,--dry-run", options->dry_run, "Print the updated file instead of writing it");
   cmd->callback([options, &action] { action = [options](Services& s) { return run_update_build(*options, s); }; });

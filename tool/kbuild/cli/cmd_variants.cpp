@@ -107,6 +107,7 @@ Result<ExitCode> run_variants(const VariantsOptions& options, Services& services
   }
   fmt::print("{} variant{} of {} (matrix: {})\n", list.size(), list.size() == 1 ? "" : "s", config.general.name,
              origin);
+  if (!list.empty()) fmt::print("  {:40} {:11} {:7} {}\n", "VARIANT", "TORCH", "COMPUTE", "TOOLCHAIN");
   for (const auto& item : list)
     fmt::print("  {:40} torch {:5} {:7} toolchain {}\n", item["name"].get<std::string>(),
                item["torch"].is_null() ? "-" : item["torch"].get<std::string>(), item["compute"].get<std::string>(),

@@ -8,8 +8,10 @@
 #include "kbuild/cli/command.hpp"
 #include "kbuild/cli/hub_session.hpp"
 #include "kbuild/lock/inspect.hpp"
+#include "kbuild/lock/local_index.hpp"
 #include "kbuild/net/names.hpp"
 #include "kbuild/util/strings.hpp"
+#include "kbuild/util/version.hpp"
 
 namespace kbuild::cli {
 
@@ -121,6 +123,15 @@ Result<ExitCode> run_versions(const InspectCliOptions& options, Services& servic
   return ExitCode::ok;
 }
 
+// Capabilities in numeric order (7.5 before 10.0), which is how build.toml and kernel-builder list them.
+std::vector<std::string> sorted_archs(std::vector<std::string> archs) {
+  std::stable_sort(archs.begin(), archs.end(), [](const std::string& a, const std::string& b) {
+    auto va = util::Version::parse(a), vb = util::Version::parse(b);
+    return va && vb ? *va < *vb : a < b;
+  });
+  return archs;
+}
+
 ordered_json metadata_json(const layout::Metadata& m) {
   ordered_json deps = ordered_json::array();
   for (const auto& d : m.kernel_depends) {
@@ -134,7 +145,7 @@ ordered_json metadata_json(const layout::Metadata& m) {
                     {"version", m.version},
                     {"license", m.license},
                     {"backend", config::to_string(m.backend)},
-                    {"archs", m.archs},
+                    {"archs", sorted_archs(m.archs)},
                     {"python-depends", m.python_depends},
                     {"kernel-depends", deps},
                     {"digest", m.digest ? ordered_json({{"algorithm", m.digest_algorithm}, {"files", m.digest->size()}})
@@ -144,16 +155,48 @@ ordered_json metadata_json(const layout::Metadata& m) {
   return j;
 }
 
-Result<ExitCode> run_info(const InspectCliOptions& options, Services& services) {
+// A local kernel directory (`kbuild info ./my-kernel`, as `kernels info` takes one): a path written
+// as one, or an existing directory with a build.toml or build/.
+bool names_local_kernel(const util::FileSystem& fs, const std::string& argument) {
+  if (argument == "." || argument.starts_with("/") || argument.starts_with("./") || argument.starts_with("../"))
+    return true;
+  return fs.stat(argument).is_dir && (fs.stat(argument + "/build.toml").exists || fs.stat(argument + "/build").is_dir);
+}
+
+Result<lock::RevisionReport> describe(const InspectCliOptions& options, Services& services,
+                                      const std::optional<lock::SystemFacts>& system) {
+  if (names_local_kernel(services.fs, options.repo_id)) {
+    if (options.version || options.revision)
+      return fail("--version and --revision name revisions of a Hub repository, not of a local directory",
+                  "leave them out for " + options.repo_id, ExitCode::usage);
+    auto dir = absolute_dir(options.repo_id);
+    if (!services.fs.stat(dir / "build").is_dir)
+      return fail(dir.string() + " has no build/", "build it first: kbuild build " + options.repo_id, ExitCode::usage);
+    lock::LocalKernelIndex local(services.fs, dir);
+    KB_TRY_ASSIGN(auto report,
+                  lock::describe_revision(dir.string(), {std::nullopt, local.local_commit()}, system, local));
+    report.revision = "build/";
+    report.source = "local directory";
+    report.commit = "";
+    return report;
+  }
   KB_TRY(check_repo_id(options.repo_id));
+  HubSession hub = open_hub(services, options.endpoint, options.verbose);
+  lock::HubKernelIndex index(*hub.client);
+  return lock::describe_revision(options.repo_id, {options.version, options.revision}, system, index);
+}
+
+std::string size_text(std::uint64_t bytes) {
+  if (bytes >= 1'000'000) return fmt::format("{:.1f} MB", bytes / 1e6);
+  return fmt::format("{:.1f} kB", bytes / 1e3);
+}
+
+Result<ExitCode> run_info(const InspectCliOptions& options, Services& services) {
   if (options.version && options.revision)
     return fail("--version and --revision exclude each other", "pick one", ExitCode::usage);
   std::string note;
   auto system = optional_system(services, options, note);
-  HubSession hub = open_hub(services, options.endpoint, options.verbose);
-  lock::HubKernelIndex index(*hub.client);
-  KB_TRY_ASSIGN(auto report,
-                lock::describe_revision(options.repo_id, {options.version, options.revision}, system, index));
+  KB_TRY_ASSIGN(auto report, describe(options, services, system));
 
   if (options.json) {
     ordered_json variants = ordered_json::array();
@@ -177,12 +220,15 @@ Result<ExitCode> run_info(const InspectCliOptions& options, Services& services) 
     print_json_document(j.dump(2));
     return ExitCode::ok;
   }
-  fmt::print("{} @ {} ({}) = {}\n", report.repo_id, report.revision, report.source, report.commit);
+  if (report.commit.empty())
+    fmt::print("{} ({}: {})\n", report.repo_id, report.source, report.revision);
+  else
+    fmt::print("{} @ {} ({}) = {}\n", report.repo_id, report.revision, report.source, report.commit);
   fmt::print("this machine: {}{}\n", system ? system->describe() : "unknown (" + note + ")",
              system ? (report.choice.chosen ? ", loads " + *report.choice.chosen : ", loads none of these") : "");
   for (const auto& v : report.variants) {
     fmt::print("\n{}{}\n", v.name, report.choice.chosen == v.name ? "  (loaded here)" : "");
-    fmt::print("    {} file{}, {:.1f} MB, {}\n", v.files, v.files == 1 ? "" : "s", v.bytes / 1e6,
+    fmt::print("    {} file{}, {}, {}\n", v.files, v.files == 1 ? "" : "s", size_text(v.bytes),
                v.has_signature ? "signed (metadata.json.sigstore)" : "unsigned");
     if (!v.metadata) {
       fmt::print("    metadata.json: {}\n", v.metadata_error);
@@ -190,7 +236,8 @@ Result<ExitCode> run_info(const InspectCliOptions& options, Services& services) 
     }
     const auto& m = *v.metadata;
     fmt::print("    id {}, version {}, license {}, backend {}{}\n", m.id, m.version, m.license,
-               config::to_string(m.backend), m.archs.empty() ? "" : " (" + util::join(m.archs, " ") + ")");
+               config::to_string(m.backend),
+               m.archs.empty() ? "" : " (" + util::join(sorted_archs(m.archs), " ") + ")");
     std::vector<std::string> deps;
     for (const auto& d : m.kernel_depends)
       deps.push_back(d.repo_id + "@" + (d.version ? std::to_string(*d.version) : d.revision.value_or("")));
@@ -210,7 +257,9 @@ Result<ExitCode> run_info(const InspectCliOptions& options, Services& services) 
 }
 
 void add_common(CLI::App* cmd, InspectCliOptions& options) {
-  cmd->add_option("repo_id", options.repo_id, "Kernel repository, namespace/name")->required();
+  cmd->add_option("repo_id", options.repo_id,
+                  "Kernel repository, namespace/name (info: or a local kernel directory, e.g. ./my-kernel)")
+      ->required();
   cmd->add_option("--python", options.python,
                   std::string("The interpreter whose Torch decides what this machine loads") + k_python_help_suffix);
   cmd->add_option("--endpoint", options.endpoint, "Hub URL (default: $HF_ENDPOINT or https://huggingface.co)");

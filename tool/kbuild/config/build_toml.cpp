@@ -186,7 +186,8 @@ void Parser::finish(KernelConfig config, bool edition5, const toml::table* gener
         {Severity::error,
          {m_file, 1, 1},
          "this build.toml is in the old v3 format, which kbuild does not build",
-         "convert it with `kernel-builder update-build`, or add edition = 5, version and license to [general] "
+         "convert it with `kbuild update-build` (as `kernel-builder update-build` does), or add edition = 5, version "
+         "and license to [general] "
          "and a framework table such as [torch]"});
     return;
   }

@@ -158,8 +158,8 @@ Result<PublishTarget> validate(const util::FileSystem& fs, const config::KernelC
   const auto version = target.inventory.version;
   target.missing = missing_variants(options.expected_variants, target.inventory.variants);
   if (options.require_all && !target.missing.empty())
-    return fail(usage(std::to_string(target.missing.size()) +
-                          " variant(s) of the matrix are missing: " + util::join(target.missing, ", "),
+    return fail(usage(util::count_of(target.missing.size(), "variant") + " of the matrix " +
+                          (target.missing.size() == 1 ? "is" : "are") + " missing: " + util::join(target.missing, ", "),
                       "build them (kbuild build --variant NAME) or gather their artifacts with --from; without "
                       "--require-all a partial release is published"));
   if (major && *major != version)

@@ -174,6 +174,13 @@ std::string printable(std::string_view text) {
   return out;
 }
 
+std::string count_of(std::size_t count, std::string_view noun, std::string_view plural_form) {
+  std::string word = count == 1            ? std::string(noun)
+                     : plural_form.empty() ? std::string(noun) + "s"
+                                           : std::string(plural_form);
+  return std::to_string(count) + " " + word;
+}
+
 bool is_valid_utf8(std::string_view text) {
   size_t i = 0;
   while (i < text.size()) {

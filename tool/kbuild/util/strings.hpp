@@ -32,6 +32,9 @@ size_t edit_distance(std::string_view a, std::string_view b);
 /// The candidate closest to `word` if it is close enough to be a plausible typo, else "".
 std::string closest_match(std::string_view word, const std::vector<std::string>& candidates);
 
+/// "1 job", "2 jobs": a count with its noun, plural by appending "s" (or `plural_form`).
+std::string count_of(std::size_t count, std::string_view noun, std::string_view plural_form = {});
+
 /// Whether `text` is well-formed UTF-8 (no overlong forms, surrogates or code points past U+10FFFF).
 bool is_valid_utf8(std::string_view text);
 
