@@ -15,6 +15,7 @@
 #include "kbuild/server/router.hpp"
 #include "kbuild/server/store.hpp"
 #include "kbuild/util/log.hpp"
+#include "kbuild/util/strings.hpp"
 
 namespace kbuild::cli {
 
@@ -76,7 +77,8 @@ Result<ExitCode> run_serve(const ServeOptions& options, Services& services) {
   router_options.config_file = root / "config.toml";
   router_options.clock = &services.clock;
   router_options.on_config_error = [](const std::string& message) { util::log::warn(message); };
-  bool no_tokens = config.tokens.empty();
+  const size_t token_count = config.tokens.size();
+  const bool public_reads = config.read == server::ReadAccess::anyone;
   server::Router router(*store, std::move(config), router_options);
 
   // From here on SIGINT and SIGTERM stop the server cleanly (serve_until_signal waits for them), also
@@ -88,11 +90,17 @@ Result<ExitCode> run_serve(const ServeOptions& options, Services& services) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   fmt::print("kbuild hub: serving {} at {}\n", root.string(), address);
   if (router_options.base_url != address) fmt::print("kbuild hub: public URL {}\n", router_options.base_url);
-  if (no_tokens)
+  if (token_count == 0)
     fmt::print(
         "kbuild hub: no tokens in {}/config.toml, so uploads are refused; add one with "
         "kbuild hub token --root {} --user NAME\n",
         root.string(), root.string());
+  else
+    fmt::print("kbuild hub: {} in {}/config.toml (more: kbuild hub token --root {} --user NAME); reads {}\n",
+               util::count_of(token_count, "token"), root.string(), root.string(),
+               public_reads ? "are public" : "need a token");
+  fmt::print("kbuild hub: clients use HF_ENDPOINT={} (and HF_TOKEN for writes); repositories are browsable at {}/{}\n",
+             router_options.base_url, router_options.base_url, "kernels/ORG/NAME");
   std::fflush(stdout);
   KB_TRY(server::serve_until_signal(*listener, router));
   fmt::print("kbuild hub: stopped\n");

@@ -186,11 +186,6 @@ Result<lock::RevisionReport> describe(const InspectCliOptions& options, Services
   return lock::describe_revision(options.repo_id, {options.version, options.revision}, system, index);
 }
 
-std::string size_text(std::uint64_t bytes) {
-  if (bytes >= 1'000'000) return fmt::format("{:.1f} MB", bytes / 1e6);
-  return fmt::format("{:.1f} kB", bytes / 1e3);
-}
-
 Result<ExitCode> run_info(const InspectCliOptions& options, Services& services) {
   if (options.version && options.revision)
     return fail("--version and --revision exclude each other", "pick one", ExitCode::usage);
@@ -228,7 +223,7 @@ Result<ExitCode> run_info(const InspectCliOptions& options, Services& services) 
              system ? (report.choice.chosen ? ", loads " + *report.choice.chosen : ", loads none of these") : "");
   for (const auto& v : report.variants) {
     fmt::print("\n{}{}\n", v.name, report.choice.chosen == v.name ? "  (loaded here)" : "");
-    fmt::print("    {} file{}, {}, {}\n", v.files, v.files == 1 ? "" : "s", size_text(v.bytes),
+    fmt::print("    {} file{}, {}, {}\n", v.files, v.files == 1 ? "" : "s", util::human_size(v.bytes),
                v.has_signature ? "signed (metadata.json.sigstore)" : "unsigned");
     if (!v.metadata) {
       fmt::print("    metadata.json: {}\n", v.metadata_error);

@@ -152,6 +152,10 @@ class Handlers {
   Outcome<Reply> tree(const Match& m);
   Outcome<Reply> paths_info(const Match& m);
   Outcome<Reply> resolve(const Match& m);
+  // --- routes_web.cpp ---
+  Outcome<Reply> web_repo(const Match& m);
+  Outcome<Reply> web_tree(const Match& m);
+  Outcome<Reply> web_blob(const Match& m);
   // --- routes_commits.cpp ---
   Outcome<Reply> commits(const Match& m);
   Outcome<Reply> preupload(const Match& m);

@@ -40,6 +40,9 @@
 //   POST   /{P}{id}.git/info/lfs/objects/verify        write  {"oid","size"}: 200 when the repo may use it
 //   HEAD   /{P}{id}/resolve/{rev}/{path}               read   ETag, X-Repo-Commit, Content-Length
 //   GET    /{P}{id}/resolve/{rev}/{path}               read   content; "Range: bytes=..." gives 206
+//   GET    /{T}/{id}                                   read   HTML: branches and tags (routes_web.cpp)
+//   GET    /{P}{id}/tree/{rev}[/{path}]                read   HTML: a directory at a revision
+//   GET    /{P}{id}/blob/{rev}/{path}                  read   HTML: a file, its download link, small text
 //   PUT    /lfs/upload/{oid}?token=T                   token  single-PUT LFS upload
 //   PUT    /lfs/upload/{oid}/{part}?token=T            token  one part of a multipart upload (ETag)
 //   POST   /lfs/upload/{oid}?token=T                   token  multipart completion {"oid","parts"}
