@@ -1,7 +1,10 @@
 """Shared fixtures of the end-to-end tests: the kbuild binary, fresh copies of kernels/img2gray
 (as git repositories, so ops ids are deterministic), and one session-wide build of it."""
 
+import contextlib
 import os
+import re
+import signal
 import shutil
 import subprocess
 import sys
@@ -25,6 +28,21 @@ def run_kbuild(*args, cwd=None, check=True, env=None, timeout=900):
         raise AssertionError(f"kbuild {' '.join(map(str, args))} failed ({result.returncode}):\n"
                              f"{result.stdout}\n{result.stderr}")
     return result
+
+
+@contextlib.contextmanager
+def hub_server(root: Path, *extra):
+    """`kbuild hub serve --root ROOT` on a free loopback port, stopped (SIGTERM) afterwards; yields its URL."""
+    server = subprocess.Popen([str(KBUILD), "hub", "serve", "--root", str(root), "--port", "0", *map(str, extra)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = server.stdout.readline()
+    match = re.search(r"at (http://\S+)", line)
+    assert match, line + server.stderr.read()
+    try:
+        yield match.group(1)
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=10)
 
 
 def build_args(kernel_dir, *extra):

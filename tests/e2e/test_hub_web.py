@@ -6,14 +6,13 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import urllib.request
 from pathlib import Path
 
 import pytest
 
-from conftest import KBUILD, build_args, copy_kernel, run_kbuild
+from conftest import build_args, copy_kernel, hub_server, run_kbuild
 
 pytestmark = pytest.mark.slow
 
@@ -28,14 +27,8 @@ def hub(tmp_path_factory):
     root = tmp_path_factory.mktemp("web-hub")
     (root / "config.toml").write_text(f'[[tokens]]\ntoken = "{TOKEN}"\nuser = "alice"\nnamespaces = ["{ORG}"]\n')
     os.chmod(root / "config.toml", 0o600)
-    server = subprocess.Popen([str(KBUILD), "hub", "serve", "--root", str(root), "--port", "0"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    first_line = server.stdout.readline()
-    match = re.search(r"at (http://\S+)", first_line)
-    assert match, first_line + server.stderr.read()
-    yield {"url": match.group(1), "root": root, "server": server}
-    server.send_signal(signal.SIGTERM)
-    server.wait(timeout=10)
+    with hub_server(root) as url:
+        yield {"url": url, "root": root}
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import KBUILD, PYTHON, build_args, copy_kernel, run_kbuild, variant_dirs
+from conftest import KBUILD, PYTHON, build_args, copy_kernel, hub_server, run_kbuild, variant_dirs
 
 pytestmark = pytest.mark.slow
 
@@ -28,14 +28,8 @@ def hub(tmp_path_factory):
         f'[[tokens]]\ntoken = "{TOKEN}"\nuser = "alice"\nnamespaces = ["{ORG}"]\n\n'
         f'[[organizations]]\nname = "{ORG}"\ntrusted-kernel-publisher = true\n')
     log = root / "access.log"
-    server = subprocess.Popen([str(KBUILD), "hub", "serve", "--root", str(root), "--port", "0", "--log", str(log)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    line = server.stdout.readline()
-    match = re.search(r"at (http://\S+)", line)
-    assert match, line + server.stderr.read()
-    yield {"url": match.group(1), "root": root, "log": log}
-    server.send_signal(signal.SIGTERM)
-    server.wait(timeout=10)
+    with hub_server(root, "--log", log) as url:
+        yield {"url": url, "root": root, "log": log}
 
 
 def hub_env(hub, tmp_path, token=TOKEN):
