@@ -3,7 +3,6 @@ and huggingface_hub: the whole loop build -> publish -> get_kernel."""
 
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
