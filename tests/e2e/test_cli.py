@@ -5,6 +5,7 @@ import json
 import re
 import os
 import pty
+import shutil
 import subprocess
 
 from conftest import IMG2GRAY, KBUILD, PYTHON, ROOT, build_args, run_kbuild
@@ -79,10 +80,36 @@ def test_repeatable_options_take_one_value_each():
     assert [v["name"] for v in json.loads(result.stdout)["variants"]] == names
 
 
-def complete_in_bash(words):
+def complete_in_bash(words, cwd=None):
     script = (f'source <("{KBUILD}" completions bash); COMP_WORDS=({words}); '
               'COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _kbuild; echo "${COMPREPLY[*]}"')
-    return subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True).stdout.split()
+    env = dict(os.environ, PATH=f"{KBUILD.parent}:{os.environ['PATH']}")  # the script runs `kbuild variants`
+    return subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True, cwd=cwd,
+                          env=env).stdout.split()
+
+
+def test_completions_offer_option_values_and_the_kernels_variants(tmp_path):
+    assert complete_in_bash("kbuild build --backend c") == ["cpu", "cuda"]
+    assert complete_in_bash("kbuild build --cuda-archs n") == ["native"]
+    assert complete_in_bash("kbuild completions e") == ["elvish"]
+    variants = complete_in_bash("kbuild build --variant torch211-cxx11-cp", cwd=IMG2GRAY)
+    assert variants == ["torch211-cxx11-cpu-x86_64-linux"]
+    fish = run_kbuild("completions", "fish").stdout
+    assert "-l backend -xa 'cpu cuda'" in fish and "kbuild variants --json" in fish
+    elvish = shutil.which("elvish")
+    assert elvish, "elvish is installed by scripts/bootstrap"
+    script = tmp_path / "kbuild.elv"
+    script.write_text(run_kbuild("completions", "elvish").stdout)
+    probe = (f"eval (slurp < {script}) &on-end={{|ns| put [($ns[complete~] kbuild bu)] "
+             "[($ns[complete~] kbuild build --backend '')] [($ns[complete~] kbuild hub s)] "
+             "[($ns[complete~] kbuild build --variant '')] | each {|list| to-json [$list] } }")
+    env = dict(os.environ, PATH=f"{KBUILD.parent}:{os.environ['PATH']}")
+    out = subprocess.run([elvish, "-norc", "-c", probe], capture_output=True, text=True, check=True, cwd=IMG2GRAY,
+                         env=env).stdout.splitlines()
+    commands, backends, hub, variant_names = (json.loads(line) for line in out)
+    assert "build" in commands and "--version" in commands
+    assert backends == ["cpu", "cuda"] and "serve" in hub
+    assert "torch211-cxx11-cpu-x86_64-linux" in variant_names
 
 
 def test_shell_completions_follow_the_command_tree():
