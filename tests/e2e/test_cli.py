@@ -144,6 +144,26 @@ def test_docs_cli_names_every_option_of_every_command():
     assert not missing, "options missing from docs/cli.md: " + ", ".join(sorted(missing))
 
 
+def test_docs_cli_exit_codes_and_streams_match_the_tool(tmp_path):
+    """docs/cli.md's exit-code table is the tool's (the ExitCode enum, the --help footer), and what it
+    says of streams holds: errors on stderr, with --json one JSON document on stdout whatever happened."""
+    docs = (ROOT / "docs" / "cli.md").read_text()
+    table = docs[docs.index("## Exit codes"):]
+    documented = {int(code) for code in re.findall(r"^\| (\d+) \|", table[:table.index("\n\n", 40)], re.M)}
+    enum = (ROOT / "tool" / "kbuild" / "util" / "result.hpp").read_text()
+    enum = enum[enum.index("enum class ExitCode"):]
+    declared = {int(code) for code in re.findall(r"= (\d+),", enum[:enum.index("};")])}
+    footer = run_kbuild("--help").stdout
+    in_help = {int(code) for code in re.findall(r"(\d+) [a-z]", footer[footer.index("Exit codes:"):].split("\n")[0])}
+    assert documented == declared == in_help, (documented, declared, in_help)
+    # Streams: a usage error is on stderr only; with --json, stdout is one JSON document naming it.
+    plain = run_kbuild("build", tmp_path / "missing", check=False)
+    assert plain.returncode == 2 and plain.stdout == "" and "kbuild: error:" in plain.stderr
+    as_json = run_kbuild("variants", tmp_path / "missing", "--json", check=False)
+    assert as_json.returncode == 2 and json.loads(as_json.stdout)["error"]["code"] == 2
+    assert "kbuild: error:" in as_json.stderr
+
+
 def test_doctor_reports_the_machine(tmp_path):
     env = dict(os.environ, KBUILD_PYTHON=PYTHON, KBUILD_CACHE=str(tmp_path / "cache"), HOME=str(tmp_path))
     out = json.loads(run_kbuild("doctor", "--json", env=env).stdout)

@@ -1,6 +1,7 @@
 """kbuild init scaffolds a project that builds, checks and passes its own tests."""
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -81,6 +82,11 @@ def test_a_cpu_only_project_builds_one_variant_and_its_tests_pass(tmp_path):
                            capture_output=True, text=True)
     assert tests.returncode == 0, tests.stdout + tests.stderr
     assert "passed" in tests.stdout and "skipped" not in tests.stdout
+    # Without an owner the repo id is a placeholder, which publish names instead of failing on the Hub.
+    placeholder = run_kbuild("publish", project, "--tag", "v1.0.0", "--dry-run", check=False,
+                             env=dict(os.environ, HF_TOKEN="hf_" + "x" * 30))
+    assert placeholder.returncode == 2 and "init's placeholder \"your-org/cpu-relu\"" in placeholder.stderr
+    assert "OWNER/cpu-relu" in placeholder.stderr
     refused = run_kbuild("init", "rocm-relu", "--backends", "cpu,rocm", cwd=tmp_path, check=False)
     assert refused.returncode == 2 and "not \"rocm\"" in refused.stderr and not (tmp_path / "rocm-relu").exists()
 

@@ -357,3 +357,13 @@ TEST(Variant, TvmFfiNamesCarryTheTvmFfiSeries) {
   EXPECT_EQ(parsed->name(), "tvm-ffi01-cpu-aarch64-linux");
   EXPECT_FALSE(Variant::parse("tvm-ffi01-cxx11-cpu-x86_64-linux"));
 }
+
+TEST(CudaArchs, CapabilitiesACudaVersionDoesNotBuildAreNamed) {
+  // CUDA 13 builds 7.5 as its oldest: 7.0 would serve it, but 7.5 is requested too, so 7.0 serves
+  // nothing; 3.5 has no architecture of its major at all.
+  auto cuda13 = *util::Version::parse("13.0");
+  EXPECT_EQ(plan::unsupported_cuda_capabilities({"3.5", "7.0", "7.5", "8.0", "12.0+PTX"}, cuda13),
+            (std::vector<std::string>{"3.5", "7.0"}));
+  EXPECT_TRUE(plan::unsupported_cuda_capabilities({"7.0", "8.0"}, cuda13).empty());
+  EXPECT_TRUE(plan::unsupported_cuda_capabilities({}, cuda13).empty());
+}

@@ -275,7 +275,8 @@ int run(int argc, char** argv) {
   app.require_subcommand(1);
   app.footer(
       "Exit codes: 0 success, 1 build or check failed, 2 invalid usage or input, 3 toolchain "
-      "problem, 4 network/Hub error, 130 interrupted.\nDocumentation: docs/cli.md");
+      "problem, 4 network/Hub error, 130 interrupted.\nEach command's options: kbuild COMMAND --help. The full "
+      "reference is docs/cli.md of kbuild's source, at the commit kbuild --version names.");
   CommandAction action;
   for (Registrar registrar : {register_init, register_build, register_variants, register_check, register_test,
                               register_clean, register_toolchains, register_cache, register_config, register_publish,

@@ -90,6 +90,11 @@ Result<ExitCode> run_init(const InitOptions& given, Services& services) {
   std::string shown = options.dir.empty() ? options.name : options.dir;
   fmt::print("created {} ({} files{})\n\nnext:\n  kbuild build {}\n  kbuild test {}\n", request.target.string(),
              outcome.files.size(), git_note, shown, shown);
+  if (options.repo_id.empty())
+    fmt::print(
+        "\nbefore publishing, set the owner in build.toml's [general.hub] repo-id (now your-org/{}),\n"
+        "or create the project with --name OWNER/{}\n",
+        request.name, request.name);
   if (request.ci)
     fmt::print("\nthe CI workflow (.github/workflows/kbuild-{}.yml) needs these repository settings:\n{}", request.name,
                usecase::k_workflow_settings);

@@ -171,6 +171,11 @@ Result<PublishTarget> validate(const util::FileSystem& fs, const config::KernelC
     return fail(
         usage("no repository to publish to", "pass --repo-id org/name or set [general.hub] repo-id in build.toml"));
   if (!net::is_valid_repo_id(repo_id)) return fail(usage("\"" + repo_id + "\" is not a repository id", "use org/name"));
+  if (!options.repo_id && repo_id.starts_with("your-org/"))  // what `kbuild init` writes without an owner
+    return fail(usage("[general.hub] repo-id is still init's placeholder \"" + repo_id + "\"",
+                      "set it to OWNER/" + repo_id.substr(9) +
+                          " in build.toml (`kbuild whoami` names your account), "
+                          "or pass --repo-id OWNER/NAME"));
   if (!options.has_token && !options.dry_run)
     return fail(usage("no Hub token found", "set HF_TOKEN or log in with huggingface-cli login"));
   target.repo = {options.repo_type, repo_id};

@@ -129,6 +129,18 @@ std::vector<std::string> effective_cuda_capabilities(const std::vector<std::stri
   return loose_intersection(requested, base);
 }
 
+std::vector<std::string> unsupported_cuda_capabilities(const std::vector<std::string>& requested,
+                                                       const util::Version& cuda) {
+  std::vector<std::string> base;
+  for (const auto& arch : default_cuda_capabilities(cuda)) base.push_back(strip_ptx(arch));
+  std::vector<std::string> kept;
+  for (const auto& arch : loose_intersection(requested, base)) kept.push_back(strip_ptx(arch));
+  std::vector<std::string> unsupported;
+  for (const auto& arch : requested)
+    if (std::find(kept.begin(), kept.end(), strip_ptx(arch)) == kept.end()) unsupported.push_back(arch);
+  return unsupported;
+}
+
 std::vector<std::string> gencode_flags(const std::vector<std::string>& capabilities) {
   std::vector<std::string> flags;
   for (const auto& capability : capabilities) {

@@ -21,6 +21,13 @@ std::vector<std::string> default_cuda_capabilities(const util::Version& cuda);
 std::vector<std::string> loose_intersection(const std::vector<std::string>& requested,
                                             const std::vector<std::string>& base);
 
+/// The requested capabilities (as written, +PTX kept) that the effective list of CUDA `cuda` leaves out
+/// (kernel-builder's loose intersection: a capability serves the toolkit's architectures of its major
+/// version at or above it, unless a closer requested one does): kernel-builder drops them without a
+/// word; kbuild's build warns.
+std::vector<std::string> unsupported_cuda_capabilities(const std::vector<std::string>& requested,
+                                                       const util::Version& cuda);
+
 /// The effective capabilities of a component: `requested` intersected with the defaults, or the
 /// defaults (with their +PTX) when nothing was requested.
 std::vector<std::string> effective_cuda_capabilities(const std::vector<std::string>& requested,

@@ -164,6 +164,25 @@ std::vector<std::string> component_less_backend_warnings(const config::KernelCon
   return warnings;
 }
 
+// Capabilities of cuda-capabilities that a variant's CUDA version does not build (dropped), once per
+// component and CUDA version.
+std::vector<std::string> unsupported_capability_warnings(const config::KernelConfig& config,
+                                                         const std::vector<plan::VariantBuild>& variants) {
+  std::vector<std::string> warnings;
+  std::set<std::string> seen;
+  for (const auto& build : variants) {
+    if (build.variant.backend != config::Backend::cuda || !build.variant.cuda) continue;
+    for (const auto* component : config.components_for(config::Backend::cuda)) {
+      auto dropped = plan::unsupported_cuda_capabilities(component->cuda_capabilities, *build.variant.cuda);
+      if (dropped.empty() || !seen.insert(component->name + build.variant.cuda->major_minor()).second) continue;
+      warnings.push_back("kernel." + component->name + ": cuda-capabilities " + util::join(dropped, ", ") +
+                         (dropped.size() == 1 ? " is" : " are") + " not built by CUDA " +
+                         build.variant.cuda->major_minor() + " (dropped, as kernel-builder does)");
+    }
+  }
+  return warnings;
+}
+
 // The capabilities --cuda-archs restricts CUDA variants to (nullopt: every declared one), and why.
 Result<std::optional<std::vector<std::string>>> cuda_archs_only(const BuildRequest& request, BuildServices& services,
                                                                 const std::filesystem::path& work_dir,
@@ -399,6 +418,8 @@ Result<BuildOutcome> build(const BuildRequest& request, BuildServices& services)
   }
   KB_TRY_ASSIGN(Selection selection, select_variants(request, services, config, work_dir));
   for (const auto& warning : component_less_backend_warnings(config, selection.variants))
+    services.reporter.warning(warning);
+  for (const auto& warning : unsupported_capability_warnings(config, selection.variants))
     services.reporter.warning(warning);
   std::string archs_reason;
   KB_TRY_ASSIGN(plan::PlanRequest plan_request,
