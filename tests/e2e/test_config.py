@@ -93,3 +93,17 @@ def test_update_build_converts_a_v3_file_as_kernel_builder_does(tmp_path):
     toml.write_text(v3.replace('license = "Apache-2.0"\n', ""))
     no_license = run_kbuild("update-build", kernel, check=False)
     assert no_license.returncode == 2 and "`license` key is required" in no_license.stderr, no_license.stderr
+
+
+def test_deep_toml_is_a_positioned_error_not_a_crash(tmp_path):
+    """toml++ recurses per key part and nesting level: a 50,000-part key crashed kbuild (SIGSEGV)."""
+    deep_key = "a" + ".a" * 50_000 + " = 1\n"
+    (tmp_path / "build.toml").write_text('[general]\nname = "x"\n' + deep_key)
+    config = run_kbuild("config", tmp_path, check=False, timeout=60)
+    assert config.returncode == 2 and "build.toml:3:" in config.stderr and "dotted key" in config.stderr
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n[tool.kernels.dependencies]\n' + deep_key)
+    lock = run_kbuild("lock", tmp_path, check=False, timeout=60)
+    assert lock.returncode == 2 and "pyproject.toml:4:" in lock.stderr, lock.stderr
+    (tmp_path / "build.toml").write_text('[general]\nname = "x"\nx = ' + "[" * 50_000 + "]" * 50_000 + "\n")
+    nested = run_kbuild("config", tmp_path, check=False, timeout=60)
+    assert nested.returncode == 2 and "nested" in nested.stderr, nested.stderr

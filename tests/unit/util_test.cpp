@@ -13,6 +13,7 @@
 #include "kbuild/util/hash.hpp"
 #include "kbuild/util/log.hpp"
 #include "kbuild/util/strings.hpp"
+#include "kbuild/util/toml_guard.hpp"
 #include "kbuild/util/version.hpp"
 
 using namespace kbuild::util;
@@ -146,4 +147,34 @@ TEST(Git, OneStatusGivesTheCommitAndWhetherTheTreeIsDirty) {
   ASSERT_TRUE(dirty && dirty->dirty);
   EXPECT_FALSE(kbuild::util::parse_git_status("# branch.oid (initial)\n# branch.head main\n"));  // no commit yet
   EXPECT_FALSE(kbuild::util::parse_git_status("fatal: not a git repository\n"));
+}
+
+TEST(TomlGuard, RefusesDeepKeysAndNestingOnlyWhereTheyAre) {
+  using kbuild::util::toml_shape_problem;
+  std::string deep_key = "[general]\na";
+  for (int i = 0; i < 70; ++i) deep_key += ".a";
+  deep_key += " = 1\n";
+  auto key = toml_shape_problem(deep_key);
+  ASSERT_TRUE(key);
+  EXPECT_EQ(key->line, 2u);
+  EXPECT_NE(key->message.find("dotted key"), std::string::npos);
+  std::string deep_array = "x = " + std::string(70, '[') + std::string(70, ']') + "\n";
+  auto nesting = toml_shape_problem(deep_array);
+  ASSERT_TRUE(nesting);
+  EXPECT_NE(nesting->message.find("nested"), std::string::npos);
+  std::string deep_header = "[" + std::string("t");
+  for (int i = 0; i < 70; ++i) deep_header += ".t";
+  EXPECT_TRUE(toml_shape_problem(deep_header + "]\n"));
+  // Dots and brackets in values, strings and comments are not key parts or nesting.
+  std::string floats = "v = [";
+  for (int i = 0; i < 200; ++i) floats += "1.5, ";
+  floats += "2.5]\n";
+  EXPECT_FALSE(toml_shape_problem(floats));
+  EXPECT_FALSE(toml_shape_problem("s = \"" + std::string(200, '.') + std::string(100, '[') + "\"\n"));
+  EXPECT_FALSE(toml_shape_problem("m = '''\n" + std::string(200, '.') + "\n[[[[\n'''\nk.a = 1\n"));
+  EXPECT_FALSE(toml_shape_problem("# " + std::string(200, '.') + "\n[a.b]\nc = {d.e = 1, f = [1, 2]}\n"));
+  EXPECT_FALSE(toml_shape_problem("[[arr.of.tables]]\nx = \"a\\\"b.c\"\n"));
+  std::string inline_deep = "x = {a = 1, ";
+  for (int i = 0; i < 70; ++i) inline_deep += "b.";
+  EXPECT_TRUE(toml_shape_problem(inline_deep + "c = 2}\n"));
 }

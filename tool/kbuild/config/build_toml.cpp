@@ -7,6 +7,7 @@
 #include <set>
 
 #include "kbuild/util/strings.hpp"
+#include "kbuild/util/toml_parse.hpp"
 
 namespace kbuild::config {
 
@@ -69,7 +70,7 @@ namespace detail {
 void Parser::run(std::string_view text) {
   toml::table root;
   try {
-    root = toml::parse(text, m_file);
+    root = util::parse_toml(text, m_file);
   } catch (const toml::parse_error& e) {
     m_outcome.diagnostics.push_back(
         {Severity::error, at(e.source()), "invalid TOML: " + std::string(e.description()), ""});

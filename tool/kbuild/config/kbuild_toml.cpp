@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "kbuild/util/strings.hpp"
+#include "kbuild/util/toml_parse.hpp"
 
 namespace kbuild::config {
 
@@ -26,7 +27,7 @@ KbuildSettingsOutcome parse_kbuild_toml(std::string_view text, const std::string
   };
   toml::table root;
   try {
-    root = toml::parse(text, file_name);
+    root = util::parse_toml(text, file_name);
   } catch (const toml::parse_error& e) {
     error(e.source(), "invalid TOML: " + std::string(e.description()));
     return outcome;

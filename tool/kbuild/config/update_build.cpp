@@ -4,6 +4,7 @@
 
 #include "kbuild/config/build_toml.hpp"
 #include "kbuild/util/strings.hpp"
+#include "kbuild/util/toml_parse.hpp"
 
 namespace kbuild::config {
 
@@ -35,7 +36,7 @@ struct V3Additions {
 Result<V3Additions> v3_additions(std::string_view text, const std::string& file_name) {
   toml::table root;
   try {
-    root = toml::parse(text, file_name);  // parsed once already (parse_build_toml): well-formed
+    root = util::parse_toml(text, file_name);  // parsed once already (parse_build_toml): well-formed
   } catch (const toml::parse_error&) {
     return fail(file_name + " is not valid TOML", "`kbuild config` shows where", ExitCode::usage);
   }

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "kbuild/util/strings.hpp"
+#include "kbuild/util/toml_parse.hpp"
 
 namespace kbuild::config {
 
@@ -34,7 +35,7 @@ UserConfigOutcome parse_user_config(std::string_view text, const std::string& fi
   };
   toml::table root;
   try {
-    root = toml::parse(text, file_name);
+    root = util::parse_toml(text, file_name);
   } catch (const toml::parse_error& e) {
     error(e.source(), "invalid TOML: " + std::string(e.description()));
     return outcome;

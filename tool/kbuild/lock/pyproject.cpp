@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "kbuild/net/names.hpp"
+#include "kbuild/util/toml_parse.hpp"
 
 namespace kbuild::lock {
 
@@ -17,7 +18,7 @@ class Parser {
   PyprojectDependencies run(std::string_view text) {
     toml::table root;
     try {
-      root = toml::parse(text, m_file);
+      root = util::parse_toml(text, m_file);
     } catch (const toml::parse_error& e) {
       error(at(e.source()), "invalid TOML: " + std::string(e.description()), "");
       return std::move(m_out);

@@ -19,6 +19,7 @@
 #include "kbuild/util/fs.hpp"
 #include "kbuild/util/hash.hpp"
 #include "kbuild/util/strings.hpp"
+#include "kbuild/util/toml_parse.hpp"
 
 namespace kbuild::server {
 
@@ -238,7 +239,7 @@ void read_organizations(ConfigReader& reader, const toml::table& root, Config& c
 Result<Config> parse_config(std::string_view text, const std::string& file) {
   toml::table root;
   try {
-    root = toml::parse(text, file);
+    root = util::parse_toml(text, file);
   } catch (const toml::parse_error& e) {
     const auto& begin = e.source().begin;
     return fail(file + ":" + std::to_string(begin.line) + ":" + std::to_string(begin.column) +
