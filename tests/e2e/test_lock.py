@@ -317,3 +317,23 @@ def test_versions_and_info_say_what_is_published_and_what_loads(hub, releases, t
     assert not by_name[CPU_VARIANT]["signed"] and by_name[CPU_VARIANT]["files"] >= 4
     missing = kbuild(hub, home, "info", releases["repo"], "--version", "3", check=False)
     assert missing.returncode != 0 and "version 3 of" in missing.stderr
+
+
+def test_a_hub_that_accepts_but_never_answers_is_exit_4_within_30_seconds(tmp_path):
+    import socket
+    import time
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(64)  # connections are accepted by the kernel, never answered
+    endpoint = f"http://127.0.0.1:{silent.getsockname()[1]}"
+    try:
+        for extra, limit in (({}, 30), ({"KBUILD_HUB_TIMEOUT": "1"}, 6)):
+            env = dict(os.environ, HF_ENDPOINT=endpoint, HF_HOME=str(tmp_path / "hf"), **extra)
+            start = time.monotonic()
+            result = run_kbuild("versions", f"{ORG}/img2gray", env=env, check=False, timeout=120)
+            elapsed = time.monotonic() - start
+            assert result.returncode == 4 and "did not answer within" in result.stderr, result.stderr
+            assert elapsed < limit, elapsed
+            assert "KBUILD_HUB_TIMEOUT" in result.stderr
+    finally:
+        silent.close()

@@ -2,6 +2,8 @@
 
 #include <fmt/core.h>
 
+#include <cstdlib>
+
 #include "kbuild/hub/url_download.hpp"
 #include "kbuild/toolchain/probe.hpp"
 #include "kbuild/util/interrupt.hpp"
@@ -18,9 +20,18 @@ HubSession open_hub(Services& services, const std::optional<std::string>& endpoi
   if (session.token) util::log::add_secret(session.token->value);
   if (verbose && !util::log::enabled(util::log::Level::debug)) util::log::set_level(util::log::Level::debug);
   hub::HubClient::Logger logger = [](const std::string& line) { util::log::debug(line); };
-  session.client =
-      std::make_unique<hub::HubClient>(*session.transport, hub::resolve_endpoint(endpoint, env), session.token,
-                                       hub::RetryPolicy{}, hub::HubClient::Sleeper{}, logger);
+  hub::RetryPolicy retry;
+  if (auto text = services.env.get("KBUILD_HUB_TIMEOUT"); text && !text->empty()) {
+    char* end = nullptr;
+    double seconds = std::strtod(text->c_str(), &end);
+    if (end && *end == '\0' && seconds > 0 && seconds <= 3600)
+      retry.request_timeout_seconds = seconds;
+    else
+      util::log::warn("KBUILD_HUB_TIMEOUT=\"" + *text + "\" is not a number of seconds (0 < s <= 3600); using " +
+                      std::to_string(static_cast<int>(retry.request_timeout_seconds)));
+  }
+  session.client = std::make_unique<hub::HubClient>(*session.transport, hub::resolve_endpoint(endpoint, env),
+                                                    session.token, retry, hub::HubClient::Sleeper{}, logger);
   session.client->set_clock(services.clock);
   if (!util::log::enabled(util::log::Level::debug))  // (the debug log has every retry already)
     session.client->set_retry_notice([](const std::string& line) { util::log::info(line); });

@@ -156,7 +156,14 @@ std::expected<net::HttpResponse, Error> HubClient::send(const Call& call, const 
   request.body = call.body;
   if (!call.content_type.empty()) request.headers.set("content-type", call.content_type);
   if (call.authorize && m_token) request.headers.set("authorization", "Bearer " + m_token->value);
+  const bool request_timed = call.method == "GET" || call.method == "HEAD";
+  if (request_timed) request.timeout_seconds = m_retry.request_timeout_seconds;
   auto outcome = send_with_retries(std::move(request), call.retry);
+  if (!outcome && outcome.error().timeout && request_timed)
+    return std::unexpected(transport_error(
+        m_endpoint + " did not answer within " + std::to_string(static_cast<int>(m_retry.request_timeout_seconds)) +
+            " s while trying to " + call.what,
+        "check the endpoint (HF_ENDPOINT / --endpoint); KBUILD_HUB_TIMEOUT=SECONDS allows a slow Hub more time"));
   if (!outcome)
     return std::unexpected(
         transport_error("cannot reach " + m_endpoint + " to " + call.what + ": " + outcome.error().message,

@@ -50,6 +50,7 @@ std::optional<double> retry_delay(const RetryPolicy& policy, int attempt,
   double backoff = std::min(policy.max_seconds, policy.base_seconds * std::pow(2.0, attempt));
   if (!outcome) {
     if (outcome.error().connect_failed && attempt >= policy.max_connect_retries) return std::nullopt;
+    if (outcome.error().timeout && attempt >= policy.max_timeout_retries) return std::nullopt;
     return backoff;
   }
   if (!retryable_status(outcome->status)) return std::nullopt;

@@ -21,6 +21,11 @@ struct RetryPolicy {
   double base_seconds = 1.0;
   double max_seconds = 8.0;
   double max_server_wait_seconds = 600.0;  // the Hub's rate-limit windows are 5 minutes
+  /// The deadline of one GET or HEAD of the API (answer included; transfers of files have none, a
+  /// stalled one is cut off by curl's low-speed limit); $KBUILD_HUB_TIMEOUT. A Hub that accepts
+  /// connections but never answers costs two of these and a second between them: exit 4 in ~21 s.
+  double request_timeout_seconds = 10.0;
+  int max_timeout_retries = 1;
 };
 
 /// How long the server asks the client to wait before asking again: a 429's "RateLimit: ...;t=<s>",
