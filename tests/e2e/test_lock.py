@@ -337,3 +337,31 @@ def test_a_hub_that_accepts_but_never_answers_is_exit_4_within_30_seconds(tmp_pa
             assert "KBUILD_HUB_TIMEOUT" in result.stderr
     finally:
         silent.close()
+
+
+def test_a_hub_answering_nonsense_is_reported_in_plain_words(tmp_path):
+    import http.server
+    import threading
+
+    class Nonsense(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # valid JSON of the wrong shape for every request
+            body = b"[1, 2]"
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Nonsense)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        env = dict(os.environ, HF_ENDPOINT=f"http://127.0.0.1:{server.server_port}", HF_HOME=str(tmp_path / "hf"))
+        result = run_kbuild("versions", f"{ORG}/img2gray", env=env, check=False, timeout=60)
+        assert result.returncode == 4, result.stderr
+        assert "with something kbuild cannot read" in result.stderr and "json.exception" not in result.stderr
+        assert "-v" in result.stderr
+    finally:
+        server.shutdown()

@@ -11,6 +11,7 @@
 
 #include "kbuild/hub/client_errors.hpp"
 #include "kbuild/util/hash.hpp"
+#include "kbuild/util/log.hpp"
 
 namespace kbuild::hub {
 
@@ -18,6 +19,14 @@ using nlohmann::json;
 
 Error hub_error(std::string message, std::string hint) {
   return Error{ExitCode::network, std::move(message), std::move(hint)};
+}
+
+Error malformed_answer(const std::string& endpoint, const std::string& what, const std::exception& problem) {
+  util::log::debug("unreadable answer while trying to " + what + ": " + problem.what());
+  return hub_error("the Hub at " + endpoint + " answered the request to " + what +
+                       " with something kbuild cannot read (not the Hub API's JSON)",
+                   "check that HF_ENDPOINT (--endpoint) names a Hub; a proxy in between may have changed the answer; "
+                   "run again with -v to see the requests");
 }
 
 Error transport_error(std::string message, std::string hint) {
@@ -179,8 +188,8 @@ Result<std::string> HubClient::whoami() {
   KB_TRY_ASSIGN(auto response, send({"GET", m_endpoint + "/api/whoami-v2", "", "", true, false, "identify the token"}));
   try {
     return json::parse(response.body).at("name").get<std::string>();
-  } catch (const std::exception&) {
-    return fail(hub_error("unexpected answer from " + m_endpoint + "/api/whoami-v2"));
+  } catch (const std::exception& e) {
+    return fail(malformed_answer(m_endpoint, "identify the token", e));
   }
 }
 
@@ -206,7 +215,7 @@ Result<Refs> HubClient::list_refs(const RepoRef& repo) {
     for (const auto& tag : j.at("tags")) refs.tags[tag.at("name")] = tag.at("targetCommit");
     return refs;
   } catch (const std::exception& e) {
-    return fail(hub_error(std::string("unexpected refs listing: ") + e.what()));
+    return fail(malformed_answer(m_endpoint, "list the refs of " + repo.id, e));
   }
 }
 
@@ -267,7 +276,7 @@ Result<std::vector<RemoteFile>> HubClient::list_tree(const RepoRef& repo, const 
         files.push_back(std::move(file));
       }
     } catch (const std::exception& e) {
-      return fail(hub_error(std::string("unexpected tree listing: ") + e.what()));
+      return fail(malformed_answer(m_endpoint, "list the files of " + repo.id, e));
     }
     url = next_link(response);
   }
@@ -296,7 +305,7 @@ Result<std::vector<TreeEntry>> HubClient::list_folder(const RepoRef& repo, const
         entries.push_back(std::move(entry));
       }
     } catch (const std::exception& e) {
-      return fail(hub_error(std::string("unexpected tree listing: ") + e.what()));
+      return fail(malformed_answer(m_endpoint, "list the files of " + repo.id, e));
     }
     url = next_link(response);
   }
@@ -322,7 +331,7 @@ Result<std::optional<OrganizationOverview>> HubClient::organization_overview(con
     overview.trusted_kernel_publisher = flag.is_boolean() ? flag.get<bool>() : (!flag.is_null() && flag != json(0));
     return std::optional(overview);
   } catch (const std::exception& e) {
-    return fail(hub_error(std::string("unexpected organisation overview: ") + e.what()));
+    return fail(malformed_answer(m_endpoint, "describe organisation " + name, e));
   }
 }
 

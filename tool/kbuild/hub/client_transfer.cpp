@@ -97,7 +97,7 @@ Result<std::map<std::string, UploadMode>> HubClient::preupload(const RepoRef& re
         modes[path] = file.at("uploadMode").get<std::string>() == "lfs" ? UploadMode::lfs : UploadMode::regular;
       }
     } catch (const std::exception& e) {
-      return fail(hub_error(std::string("unexpected preupload answer: ") + e.what()));
+      return fail(malformed_answer(m_endpoint, "prepare the upload to " + repo.id, e));
     }
   }
   return modes;
@@ -210,8 +210,8 @@ Result<void> HubClient::upload_lfs(const RepoRef& repo, const std::string& revis
     json answer;
     try {
       answer = json::parse(answer_text);
-    } catch (const std::exception&) {
-      return fail(hub_error("unexpected LFS batch answer"));
+    } catch (const std::exception& e) {
+      return fail(malformed_answer(m_endpoint, "negotiate the LFS upload to " + repo.id, e));
     }
     for (const auto& object : answer.value("objects", json::array())) {
       auto found = by_oid.find(object.value("oid", ""));
@@ -262,7 +262,7 @@ Result<CommitResult> HubClient::commit(const RepoRef& repo, const std::string& r
     if (j.contains("pullRequestUrl") && j["pullRequestUrl"].is_string()) result.pull_request_url = j["pullRequestUrl"];
     return result;
   } catch (const std::exception& e) {
-    return fail(hub_error(std::string("unexpected commit answer: ") + e.what()));
+    return fail(malformed_answer(m_endpoint, "commit to " + repo.id, e));
   }
 }
 
