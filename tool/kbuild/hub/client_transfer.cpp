@@ -2,6 +2,9 @@
 // multipart, resumable) and commits. The first half is client.cpp.
 #include <nlohmann/json.hpp>
 
+#include <cctype>
+#include <fstream>
+
 #include "kbuild/hub/client.hpp"
 #include "kbuild/hub/client_errors.hpp"
 #include "kbuild/util/hash.hpp"
@@ -140,6 +143,25 @@ Result<void> HubClient::put_body(net::HttpRequest put, const std::string& what) 
   return {};
 }
 
+namespace {
+
+// Whether an ETag (quoted or not) is the hex sha256 or md5 of `bytes`.
+bool etag_names_part(std::string etag, std::string_view bytes) {
+  if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') etag = etag.substr(1, etag.size() - 2);
+  for (char& c : etag) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return etag == util::sha256_hex(bytes) || etag == util::md5_hex(bytes);
+}
+
+Result<std::string> read_slice(const std::filesystem::path& path, std::uint64_t offset, std::uint64_t length) {
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes(length, '\0');
+  if (!in.seekg(static_cast<std::streamoff>(offset)) || !in.read(bytes.data(), static_cast<std::streamsize>(length)))
+    return fail(hub_error("cannot read " + path.string() + " to upload it"));
+  return bytes;
+}
+
+}  // namespace
+
 Result<void> HubClient::upload_multipart(const LocalFile& file, const std::string& upload_json, const LfsResume* resume,
                                          const std::function<void(std::uint64_t)>& progress) {
   const json upload = json::parse(upload_json);
@@ -173,9 +195,16 @@ Result<void> HubClient::upload_multipart(const LocalFile& file, const std::strin
     }
     if (progress)
       put.on_upload_progress = [&progress, base](std::uint64_t sent, std::uint64_t) { progress(base + sent); };
+    std::string bytes = put.body_file ? std::string() : put.body;
+    if (put.body_file) {
+      KB_TRY_ASSIGN(bytes, read_slice(*put.body_file, base, *put.body_length));
+    }
     KB_TRY(put_body(std::move(put), "part " + key + " of " + file.path));
     parts.push_back({{"partNumber", part}, {"etag", m_last_etag}});
-    if (resume && resume->save) resume->save(file.sha256, href, part, m_last_etag);
+    // Saved for a later run only when it is the part's digest (this registry: sha256; S3: md5): an
+    // ETag a proxy mangled would otherwise be reused by every rerun, which then fails the same way.
+    if (resume && resume->save && etag_names_part(m_last_etag, bytes))
+      resume->save(file.sha256, href, part, m_last_etag);
   }
   net::HttpRequest complete;
   complete.method = "POST";
@@ -184,8 +213,12 @@ Result<void> HubClient::upload_multipart(const LocalFile& file, const std::strin
   complete.headers.set("accept", "application/vnd.git-lfs+json");
   complete.headers.set("content-type", "application/vnd.git-lfs+json");
   auto finished = send_with_retries(complete, true);
+  bool completed = finished && finished->status >= 200 && finished->status < 300;
+  // A refused completion means some saved part is not what the server holds: the next run uploads
+  // every part again instead of failing the same way forever.
+  if (!completed && finished && resume && resume->forget) resume->forget(file.sha256);
   if (!finished) return fail(transport_error("the multipart upload of " + file.path + " could not be completed"));
-  if (finished->status < 200 || finished->status >= 300)
+  if (!completed)
     return fail(error_for(*finished, {"POST", href, "", "", false, true, "complete the upload of " + file.path}));
   return {};
 }

@@ -16,6 +16,7 @@ Hasher::Hasher(Algorithm algorithm) : m_impl(std::make_unique<Impl>()) {
   m_impl->ctx = EVP_MD_CTX_new();
   const EVP_MD* md = algorithm == Algorithm::sha1     ? EVP_sha1()
                      : algorithm == Algorithm::sha512 ? EVP_sha512()
+                     : algorithm == Algorithm::md5    ? EVP_md5()
                                                       : EVP_sha256();
   EVP_DigestInit_ex(m_impl->ctx, md, nullptr);
 }
@@ -51,6 +52,8 @@ std::string Hasher::finish_hex() { return to_hex(finish_raw()); }
 std::string sha256_hex(std::string_view bytes) { return Hasher().update(bytes).finish_hex(); }
 
 std::string sha1_hex(std::string_view bytes) { return Hasher(Hasher::Algorithm::sha1).update(bytes).finish_hex(); }
+
+std::string md5_hex(std::string_view bytes) { return Hasher(Hasher::Algorithm::md5).update(bytes).finish_hex(); }
 
 Result<std::string> sha256_file_raw(const FileSystem& fs, const std::filesystem::path& path) {
   Hasher hasher;

@@ -21,7 +21,7 @@ using Sha1Digest = std::array<std::uint8_t, 20>;
 /// Incremental hasher. Not copyable; one instance per computation.
 class Hasher {
  public:
-  enum class Algorithm { sha256, sha1, sha512 };
+  enum class Algorithm { sha256, sha1, sha512, md5 };  ///< md5: only to check S3-style ETags
   explicit Hasher(Algorithm algorithm = Algorithm::sha256);
   ~Hasher();
   Hasher(const Hasher&) = delete;
@@ -42,6 +42,8 @@ class Hasher {
 
 std::string sha256_hex(std::string_view bytes);
 std::string sha1_hex(std::string_view bytes);
+/// MD5 (hex): not for integrity, only to recognise the ETag S3 gives a part (the MD5 of its bytes).
+std::string md5_hex(std::string_view bytes);
 /// SHA-256 of a file's contents, streamed through `fs`. Error if the file cannot be read.
 Result<std::string> sha256_file_raw(const FileSystem& fs, const std::filesystem::path& path);
 Result<std::string> sha256_file_hex(const FileSystem& fs, const std::filesystem::path& path);
