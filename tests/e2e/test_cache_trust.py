@@ -240,3 +240,15 @@ def test_a_read_only_kernel_directory_builds_when_up_to_date(cached_build, tmp_p
         assert stale.returncode == 1 and "is read-only and" in stale.stderr, stale.stderr
     finally:
         subprocess.run(["umount", str(view)], capture_output=True)
+
+
+def test_links_between_sibling_directories_are_a_loop_not_a_long_walk(tmp_path):
+    kernel = copy_kernel(tmp_path / "img2gray", init_git=False)
+    package = kernel / "torch-ext" / "img2gray"
+    (package / "x").mkdir()
+    (package / "y").mkdir()
+    (package / "x" / "to_y").symlink_to("../y")
+    (package / "y" / "to_x").symlink_to("../x")
+    (package / "x" / "to_y2").symlink_to("../y")
+    result = run_kbuild(*build_args(kernel, "--backend", "cpu"), check=False, timeout=60)
+    assert result.returncode == 2 and "a loop" in result.stderr, result.stderr

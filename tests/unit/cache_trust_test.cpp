@@ -174,9 +174,16 @@ TEST_F(TrustFixture, LeftoversOfDeadProcessesAreSweptLiveOnesKept) {
   // Fresh leftovers may belong to a process of another PID namespace: kept for a minute.
   EXPECT_EQ(CompileCache::sweep_leftovers(fs, cache_dir()), 0u);
   auto old = stdfs::file_time_type::clock::now() - std::chrono::minutes(5);
-  for (auto name : {"tmp/" + dead, "tmp/" + live, std::string("toolchains/.cuda-13.tmp999999999-0123abcd-2")})
+  for (auto name : {"tmp/" + dead, "tmp/" + live, std::string("toolchains/.cuda-13.tmp999999999-0123abcd-2"),
+                    std::string("toolchains/.cuda-13.tmp999999999-0123abcd-2/bin"),
+                    std::string("toolchains/.cuda-13.tmp999999999-0123abcd-2/bin/nvcc")})
     stdfs::last_write_time(cache_dir() / name, old);
+  // A staging directory whose own time is old but where a file was just written is still in use.
+  const std::string busy = "toolchains/.torch.tmp999999999-0123abcd-3";
+  write(cache_dir() / busy / "lib" / "fresh.so", "being written");
+  stdfs::last_write_time(cache_dir() / busy, old);
   EXPECT_EQ(CompileCache::sweep_leftovers(fs, cache_dir()), 2u);
+  EXPECT_TRUE(stdfs::exists(cache_dir() / busy));
   EXPECT_FALSE(stdfs::exists(cache_dir() / "tmp" / dead));
   EXPECT_TRUE(stdfs::exists(cache_dir() / "tmp" / live));
   EXPECT_EQ(util::temp_sibling_pid(dead), 999999999L);
@@ -185,7 +192,19 @@ TEST_F(TrustFixture, LeftoversOfDeadProcessesAreSweptLiveOnesKept) {
   EXPECT_FALSE(util::temp_sibling_pid(".a.tmp123-0123abc-0"));
 }
 
-TEST_F(TrustFixture, TheCapBoundsObjectsManifestsAndTemporaryFiles) {
+TEST_F(TrustFixture, ARunningDownloadInTmpNeverEmptiesTheCache) {
+  auto c = cache();
+  c.store(job(), {(root / "k/k.cu").string()}, false);
+  const auto entries = stdfs::file_size(only("objects")) + stdfs::file_size(only("manifests"));
+  write(cache_dir() / "tmp/.download.part", std::string(64 * 1024, 'x'));  // someone's CUDA wheel, say
+  CompileCache capped(fs, cache_dir(), entries + 1024, nullptr);
+  capped.finish();
+  EXPECT_FALSE(only("objects").empty());  // the entries fit the cap: the download does not count
+  ASSERT_TRUE(CompileCache::evict(fs, cache_dir(), entries - 1));
+  EXPECT_TRUE(only("objects").empty() || only("manifests").empty());  // the oldest goes first
+}
+
+TEST_F(TrustFixture, TheCapEvictsEntriesAndStatsCountTemporaryFiles) {
   auto c = cache();
   c.store(job(), {(root / "k/k.cu").string()}, false);
   write(cache_dir() / "tmp/download.part", std::string(4096, 'x'));

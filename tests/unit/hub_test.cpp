@@ -65,8 +65,10 @@ TEST(HubRetry, RetriesTransientFailuresWithBackoff) {
   EXPECT_FALSE(retry_delay(policy, 5, status(500)));  // 6 attempts in all
   EXPECT_EQ(retry_delay(policy, 1, std::unexpected(TransportError{"reset", false})), 2.0);
   // A request that timed out is tried once more, not five times: a silent Hub is exit 4 in seconds.
-  EXPECT_EQ(retry_delay(policy, 0, std::unexpected(TransportError{"timeout", true})), 1.0);
-  EXPECT_FALSE(retry_delay(policy, 1, std::unexpected(TransportError{"timeout", true})));
+  EXPECT_EQ(retry_delay(policy, 0, std::unexpected(TransportError{"timeout", true}), true), 1.0);
+  EXPECT_FALSE(retry_delay(policy, 1, std::unexpected(TransportError{"timeout", true}), true));
+  // A file transfer (no deadline) that stalled is retried like any transport fault.
+  EXPECT_EQ(retry_delay(policy, 1, std::unexpected(TransportError{"stalled", true})), 2.0);
   EXPECT_EQ(retry_delay(policy, 4, std::unexpected(TransportError{"reset", false})), 8.0);
   // A connection that cannot be made at all is retried twice only.
   EXPECT_EQ(retry_delay(policy, 1, std::unexpected(TransportError{"refused", false, true})), 2.0);

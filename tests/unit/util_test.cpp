@@ -174,6 +174,14 @@ TEST(TomlGuard, RefusesDeepKeysAndNestingOnlyWhereTheyAre) {
   EXPECT_FALSE(toml_shape_problem("m = '''\n" + std::string(200, '.') + "\n[[[[\n'''\nk.a = 1\n"));
   EXPECT_FALSE(toml_shape_problem("# " + std::string(200, '.') + "\n[a.b]\nc = {d.e = 1, f = [1, 2]}\n"));
   EXPECT_FALSE(toml_shape_problem("[[arr.of.tables]]\nx = \"a\\\"b.c\"\n"));
+  // Quotes closing a multi-line string with the string's own last quotes; an empty inline table in
+  // an array: neither hides what follows, nor turns floats into key parts.
+  std::string after_quotes = "a = [\"\"\"x\"\"\"\"]\nb";
+  for (int i = 0; i < 70; ++i) after_quotes += ".b";
+  EXPECT_TRUE(toml_shape_problem(after_quotes + " = 1\n"));
+  std::string empty_table = "a = [{}, [1], ";
+  for (int i = 0; i < 100; ++i) empty_table += "1.5, ";
+  EXPECT_FALSE(toml_shape_problem(empty_table + "2.5]\n"));
   std::string inline_deep = "x = {a = 1, ";
   for (int i = 0; i < 70; ++i) inline_deep += "b.";
   EXPECT_TRUE(toml_shape_problem(inline_deep + "c = 2}\n"));

@@ -17,8 +17,9 @@
 //                               summed over runs
 // Every file is written to a temporary name (util::temp_sibling) and renamed into place; the
 // temporary files of processes that died are swept by the next build that compiles (and by
-// `cache verify`). The size cap bounds objects, manifests and tmp/: beyond it, objects and
-// manifests are evicted oldest (by modification time, refreshed on every hit) first.
+// `cache verify`). Beyond the size cap, objects and manifests are evicted oldest (by modification
+// time, refreshed on every hit) first; tmp/ (downloads and staging of running processes) is counted
+// by `cache stats` and swept once its process is gone, but never makes entries go.
 //
 // The cache trusts nothing it reads: only regular files at entry positions are read (a link, a
 // FIFO, a device or a directory there is damage; a linked shard or part directory too, removed as a

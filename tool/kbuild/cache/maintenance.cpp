@@ -97,24 +97,27 @@ Result<CacheSummary> CompileCache::summarize(const util::FileSystem& fs, const f
       summary.bytes += st.size;
       if (part == layout.objects()) ++summary.entries;
     }
-  if (fs.lstat(layout.temp()).is_dir) {
-    KB_TRY_ASSIGN(std::uint64_t temp_bytes, util::tree_size(fs, layout.temp()));
-    summary.bytes += temp_bytes;
-  }
+  if (fs.lstat(layout.temp()).is_dir) summary.bytes += util::tree_size(fs, layout.temp()).value_or(0);
   return summary;
 }
 
 Result<std::uint64_t> CompileCache::evict(util::FileSystem& fs, const fs::path& dir, std::uint64_t target_bytes) {
   util::CacheLayout layout{dir};
-  KB_TRY_ASSIGN(CacheSummary summary, summarize(fs, dir));
+  // Objects and manifests only, sized from the very list that is evicted: tmp/ holds the downloads and
+  // staging of running processes (transient; the leftovers of dead ones are swept, not evicted), and
+  // evicting entries for them would empty the cache during a large download.
   std::vector<std::pair<fs::path, util::FileStat>> files;
+  std::uint64_t total = 0;
   for (const auto& part : {layout.objects(), layout.manifests()})
-    for (auto& file : entry_files(fs, part)) files.push_back(std::move(file));
+    for (auto& file : entry_files(fs, part)) {
+      total += file.second.size;
+      files.push_back(std::move(file));
+    }
   std::sort(files.begin(), files.end(),
             [](const auto& a, const auto& b) { return a.second.mtime_ns < b.second.mtime_ns; });
   std::uint64_t freed = 0;
   for (const auto& [path, st] : files) {
-    if (summary.bytes - freed <= target_bytes) break;
+    if (total - freed <= target_bytes) break;  // freed <= total: both sum the same list
     KB_TRY(fs.remove_all(path));
     freed += st.size;
   }

@@ -101,7 +101,7 @@ std::expected<net::HttpResponse, net::TransportError> HubClient::send_with_retri
     else
       log("kbuild: " + request.method + " " + strip_query(request.url) + " -> " + outcome.error().message);
     if (!retry) return outcome;
-    auto delay = retry_delay(m_retry, attempt, outcome);
+    auto delay = retry_delay(m_retry, attempt, outcome, request.timeout_seconds > 0);
     if (!delay) return outcome;
     std::string wait = std::to_string(static_cast<int>(std::ceil(*delay))) + " s";
     log("kbuild: retrying in " + wait);

@@ -1,5 +1,7 @@
 #include "kbuild/hub/retry.hpp"
 
+#include "kbuild/util/interrupt.hpp"
+
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -45,12 +47,13 @@ std::string long_wait_hint(const RetryPolicy& policy, const net::HttpResponse& r
 }
 
 std::optional<double> retry_delay(const RetryPolicy& policy, int attempt,
-                                  const std::expected<net::HttpResponse, net::TransportError>& outcome) {
+                                  const std::expected<net::HttpResponse, net::TransportError>& outcome, bool deadline) {
+  if (util::interrupted()) return std::nullopt;  // a transfer stopped by Ctrl-C is not a fault to retry
   if (attempt >= policy.max_retries) return std::nullopt;
   double backoff = std::min(policy.max_seconds, policy.base_seconds * std::pow(2.0, attempt));
   if (!outcome) {
     if (outcome.error().connect_failed && attempt >= policy.max_connect_retries) return std::nullopt;
-    if (outcome.error().timeout && attempt >= policy.max_timeout_retries) return std::nullopt;
+    if (outcome.error().timeout && deadline && attempt >= policy.max_timeout_retries) return std::nullopt;
     return backoff;
   }
   if (!retryable_status(outcome->status)) return std::nullopt;

@@ -40,8 +40,12 @@ bool retryable_status(int status);
 /// asked for a longer wait than `policy` allows ("the server asks to wait 3600 s ..."); else empty.
 std::string long_wait_hint(const RetryPolicy& policy, const net::HttpResponse& response);
 
-/// The wait before attempt `attempt + 1` (attempt counts from 0), or nullopt to stop and report.
+/// The wait before attempt `attempt + 1` (attempt counts from 0), or nullopt to stop and report:
+/// never after a signal (util/interrupt.hpp). `deadline`: the request had request_timeout_seconds,
+/// so a timeout is retried max_timeout_retries times only (a stalled file transfer, cut off by the
+/// low-speed limit, is retried like any transport fault).
 std::optional<double> retry_delay(const RetryPolicy& policy, int attempt,
-                                  const std::expected<net::HttpResponse, net::TransportError>& outcome);
+                                  const std::expected<net::HttpResponse, net::TransportError>& outcome,
+                                  bool deadline = false);
 
 }  // namespace kbuild::hub

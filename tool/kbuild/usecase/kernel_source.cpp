@@ -58,6 +58,7 @@ struct SourceTree {
   bool all_entries = false;  ///< also dot-entries, __pycache__ and bytecode (the package as it is)
   std::vector<std::string> files;
   std::map<std::string, std::string> refused;  ///< relative path of a link -> why it was not followed
+  std::vector<std::filesystem::path> descent;  ///< real paths of the directories being walked, outermost first
 };
 
 std::string fmt_hex_byte(unsigned char c) {
@@ -75,11 +76,11 @@ std::optional<std::string> refused_link(const util::FileSystem& fs, const Source
   };
   if (!inside(*real, tree.real_root) && *real != tree.real_root)
     return "a link to " + real->string() + ", outside the kernel directory";
-  if (is_dir) {
-    auto real_parent = fs.real_path(link.parent_path());
-    if (*real == tree.real_root || (real_parent && (inside(*real_parent, *real) || *real_parent == *real)))
-      return "a link to a directory that contains it (a loop)";
-  }
+  // A directory being walked (the link's own, an ancestor, or one reached through another link,
+  // x/to_y -> y with y/to_x -> x) at or below the target: following it would walk in circles.
+  if (is_dir)
+    for (const auto& walked : tree.descent)
+      if (walked == *real || inside(walked, *real)) return "a link to a directory that contains it (a loop)";
   return std::nullopt;
 }
 
@@ -103,7 +104,11 @@ Result<void> collect_sources(const util::FileSystem& fs, const std::filesystem::
       }
     }
     if (entry.is_dir) {
-      KB_TRY(collect_sources(fs, dir / entry.name, rel, tree));
+      auto real = fs.real_path(dir / entry.name);
+      tree.descent.push_back(real ? *real : dir / entry.name);
+      auto walked = collect_sources(fs, dir / entry.name, rel, tree);
+      tree.descent.pop_back();
+      KB_TRY(walked);
     } else if (entry.is_file) {
       tree.files.push_back(std::move(rel));
     }
@@ -116,6 +121,8 @@ Result<SourceTree> walk_sources(const util::FileSystem& fs, const std::filesyste
   SourceTree tree;
   KB_TRY_ASSIGN(tree.real_root, fs.real_path(kernel_dir));
   tree.all_entries = all_entries;
+  KB_TRY_ASSIGN(auto real_start, fs.real_path(root));
+  tree.descent.push_back(real_start);
   KB_TRY(collect_sources(fs, root, "", tree));
   std::sort(tree.files.begin(), tree.files.end());
   return tree;

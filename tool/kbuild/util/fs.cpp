@@ -105,9 +105,16 @@ bool abandoned_temp(const FileSystem& fs, const fs::path& path) {
   if (!pid) return false;
   if (::kill(static_cast<pid_t>(*pid), 0) == 0 || errno != ESRCH) return false;  // alive (or not ours to see)
   util::FileStat st = fs.lstat(path);
+  if (!st.exists) return false;
+  // A directory's own time does not change while files deep inside it are written (an unpacking
+  // toolchain, a download of another host sharing the cache): its newest entry counts.
+  std::int64_t newest = st.mtime_ns;
+  if (st.is_dir)
+    if (auto entries = walk_tree(fs, path))
+      for (const auto& entry : *entries) newest = std::max(newest, fs.lstat(path / entry.rel).mtime_ns);
   auto now =
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-  return st.exists && now - st.mtime_ns > 60'000'000'000LL;
+  return now - newest > 60'000'000'000LL;
 }
 
 namespace {

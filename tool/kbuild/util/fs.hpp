@@ -159,8 +159,8 @@ Result<std::uint64_t> tree_size(const FileSystem& fs, const fs::path& root);
 fs::path temp_sibling(const fs::path& path);
 /// The process id in a name made by temp_sibling (".<name>.tmp<pid>-<8 hex>-<n>"); nullopt for other names.
 std::optional<long> temp_sibling_pid(std::string_view name);
-/// True for a temp_sibling file or directory whose process no longer runs and that has not been
-/// modified for a minute (a process of another PID namespace sharing the cache keeps writing).
+/// True for a temp_sibling file or directory whose process no longer runs and in which nothing was
+/// modified for a minute (a process of another PID namespace or host sharing the cache keeps writing).
 bool abandoned_temp(const FileSystem& fs, const fs::path& path);
 
 }  // namespace kbuild::util

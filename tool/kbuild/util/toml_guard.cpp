@@ -46,9 +46,11 @@ class ShapeScanner {
           m_header = false;
         } else if (!m_open.empty()) {
           m_open.pop_back();
+          in_key = false;  // a closed array or inline table is a value: what follows is ',' or the end
         }
-      } else if (c == ',' && !m_open.empty() && m_open.back() == '{') {
-        in_key = true, m_key_parts = 1;
+      } else if (c == ',' && !m_open.empty()) {
+        in_key = m_open.back() == '{';  // the next key of an inline table, or the next array element
+        m_key_parts = 1;
       }
       advance();
     }
@@ -79,6 +81,9 @@ class ShapeScanner {
       if (!multi && c == '\n') return;  // unterminated: the parser says so
       if (multi ? m_text.substr(m_at, 3) == std::string(3, quote) : c == quote) {
         for (int i = 0; i < (multi ? 3 : 1); ++i) advance();
+        // TOML lets a multi-line string end with one or two quotes of its own right before the
+        // delimiter (four quotes: the string ends in one): they belong to the string.
+        for (int i = 0; multi && i < 2 && m_at < m_text.size() && m_text[m_at] == quote; ++i) advance();
         return;
       }
       advance();
