@@ -34,8 +34,10 @@ std::string describe(Type type) {
   return "a file";
 }
 
+// <part>/<k[0:2]>: the first two hex digits of the keys below it.
 bool is_shard_name(std::string_view name) {
-  return name.size() == 2 && is_cache_key(std::string(name) + std::string(62, '0'));
+  return name.size() == 2 &&
+         std::all_of(name.begin(), name.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
 // The regular files at entry positions (<part>/<k2>/<name>) of a part, for sizing and eviction.

@@ -61,11 +61,6 @@ struct SourceTree {
   std::vector<std::filesystem::path> descent;  ///< real paths of the directories being walked, outermost first
 };
 
-std::string fmt_hex_byte(unsigned char c) {
-  static const char* k_hex = "0123456789abcdef";
-  return std::string("\\x") + k_hex[c >> 4] + k_hex[c & 15];
-}
-
 std::optional<std::string> refused_link(const util::FileSystem& fs, const SourceTree& tree,
                                         const std::filesystem::path& link, bool is_dir) {
   auto real = fs.real_path(link);
@@ -93,7 +88,8 @@ Result<void> collect_sources(const util::FileSystem& fs, const std::filesystem::
     if (!util::is_valid_utf8(entry.name)) {
       std::string shown;  // printable, and valid in a JSON error
       for (unsigned char c : rel)
-        shown += c < 0x80 && c >= 0x20 ? std::string(1, static_cast<char>(c)) : fmt_hex_byte(c);
+        shown += c < 0x80 && c >= 0x20 ? std::string(1, static_cast<char>(c))
+                                       : "\\x" + util::to_hex(std::string(1, static_cast<char>(c)));
       tree.refused[shown] = "a name that is not UTF-8 (metadata.json, the Hub and Python need UTF-8 names)";
       continue;
     }
