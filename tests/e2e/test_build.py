@@ -148,6 +148,22 @@ def test_touched_cu_rebuilds_only_what_depends_on_it(kernel_copy):
     assert names[1].startswith("LINK _img2gray_cuda_")
     assert names[2] == f"INSTALL build/{CUDA_VARIANT}"
     assert "img2gray.cu changed" in result.stdout
+    # The trace of that build: one complete event per job on its slot, the phases on thread 0.
+    trace = json.loads((kernel_copy / ".kbuild" / "trace.json").read_text())
+    jobs = [e for e in trace["traceEvents"] if e["ph"] == "X" and e["tid"] > 0]
+    assert [e["name"].split("  [")[0] for e in sorted(jobs, key=lambda e: e["ts"])] == names
+    assert all(e["args"]["success"] and e["dur"] > 0 for e in jobs)
+    cuda = next(e for e in jobs if e["cat"] == "CUDA")
+    link = next(e for e in jobs if e["cat"] == "LINK")
+    assert link["ts"] >= cuda["ts"] + cuda["dur"]  # the link waited for its object
+    # A no-op with --timings: phases and the staleness check measured, the trace left as it was.
+    outcome = json.loads(run_kbuild(*build_args(kernel_copy, "--timings", "--json")).stdout)
+    timings = outcome["timings"]
+    assert [p["name"] for p in timings["phases"]] == ["config", "ops check", "lock", "variants", "plan", "execute"]
+    assert timings["files_checked"] > 10 and timings["trace"] is None
+    assert sum(p["seconds"] for p in timings["phases"]) <= outcome["seconds"] + 1e-6
+    text = run_kbuild(*build_args(kernel_copy, "--timings")).stdout
+    assert re.search(r"^kbuild: timings: config [\d.]+ ms, .* over \d+ files\)$", text, re.M), text
 
 
 def test_edited_cu_rebuilds_it_and_the_bindings_that_name_the_ops_id(tmp_path):

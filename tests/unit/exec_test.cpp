@@ -8,6 +8,7 @@
 #include "support/fakes.hpp"
 
 #include <cstdio>
+#include <set>
 #include <thread>
 
 using namespace kbuild;
@@ -110,6 +111,22 @@ TEST_F(ExecFixture, FirstBuildRunsEverythingThenNothing) {
   auto second = run();
   EXPECT_EQ(second.stale, 0u);
   EXPECT_TRUE(runner.started.empty());
+}
+
+TEST_F(ExecFixture, TimingsGiveEachRunningJobItsOwnLaneAndTheNoOpNone) {
+  auto first = run();
+  ASSERT_EQ(first.timings.size(), 3u);
+  std::set<size_t> compile_lanes;
+  for (const auto& timing : first.timings) {
+    EXPECT_TRUE(timing.success);
+    EXPECT_LT(timing.lane, 2u);
+    if (timing.job < 2) compile_lanes.insert(timing.lane);
+  }
+  EXPECT_EQ(compile_lanes.size(), 2u);      // the two compiles ran at once
+  EXPECT_EQ(first.timings.back().job, 2u);  // the link finished last
+  auto second = run();
+  EXPECT_TRUE(second.timings.empty());
+  EXPECT_GE(second.files_checked, 6u);  // sources, header, objects, library
 }
 
 TEST_F(ExecFixture, ChangedSourceRebuildsOnlyWhatDependsOnIt) {

@@ -141,6 +141,23 @@ def test_gradients(variant, dtype):
         assert torch.autograd.gradcheck(variant.img2gray, (torch.rand(1, 3, 3, 4, dtype=dtype, requires_grad=True),))
 
 
+@pytest.fixture
+def no_vmap_fallback():
+    """Makes vmap raise where an op has no batching rule, instead of warning on stderr and looping."""
+    torch._C._functorch._set_vmap_fallback_enabled(False)
+    yield
+    torch._C._functorch._set_vmap_fallback_enabled(True)
+
+
+@pytest.mark.parametrize("in_dims", [0, 1, 3])
+def test_vmap_is_one_call_and_equals_the_loop(variant, in_dims, no_vmap_fallback):
+    # in_dims=1 maps over the second batch dim, 3 over a dim between the channels and the width.
+    image = random_image((4, 5, 3, 6, 7), torch.float32).movedim(0, in_dims)
+    batched = torch.vmap(variant.img2gray, in_dims=in_dims)(image)
+    looped = torch.stack([variant.img2gray(image.select(in_dims, i)) for i in range(image.shape[in_dims])])
+    assert torch.equal(batched, looped)
+
+
 # ---------------------------------------------------------------------------------------------------
 # CUDA (skipped without a device)
 

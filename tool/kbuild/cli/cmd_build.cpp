@@ -26,6 +26,7 @@ struct BuildOptions {
   bool json = false;
   bool keep_going = false;
   bool explain = false;
+  bool timings = false;
   std::string python;
   std::vector<std::string> backends;
   std::optional<std::string> unique_id;
@@ -43,6 +44,36 @@ struct BuildOptions {
     return matrix || !filter.variants.empty() || !filter.torch.empty() || !filter.cuda.empty();
   }
 };
+
+std::string milliseconds(double seconds) { return fmt::format("{:.1f} ms", seconds * 1e3); }
+
+std::string job_seconds(double seconds) {
+  return seconds >= 1 ? fmt::format("{:.1f} s", seconds) : milliseconds(seconds);
+}
+
+// --timings: the phases of this build, the slowest jobs it ran, and where the trace is.
+void print_timings(exec::Reporter& reporter, const usecase::BuildOutcome& outcome) {
+  std::vector<std::string> phases;
+  for (const auto& phase : outcome.phases) phases.push_back(phase.name + " " + milliseconds(phase.seconds));
+  reporter.info(fmt::format("kbuild: timings: {}; {} in all (deciding what is stale: {} over {} files)",
+                            util::join(phases, ", "), milliseconds(outcome.seconds),
+                            milliseconds(outcome.summary.staleness_seconds), outcome.summary.files_checked));
+  for (const auto& job : outcome.slowest_jobs)
+    reporter.info(
+        fmt::format("  {:>9}  {}{}", job_seconds(job.seconds), job.description, job.cache_hit ? "  (from cache)" : ""));
+  if (!outcome.trace.empty())
+    reporter.info("kbuild: trace of this build: " + outcome.trace.string() +
+                  " (open it in ui.perfetto.dev or chrome://tracing)");
+}
+
+nlohmann::ordered_json timings_json(const usecase::BuildOutcome& outcome) {
+  nlohmann::ordered_json phases = nlohmann::ordered_json::array();
+  for (const auto& phase : outcome.phases) phases.push_back({{"name", phase.name}, {"seconds", phase.seconds}});
+  return {{"phases", phases},
+          {"staleness_seconds", outcome.summary.staleness_seconds},
+          {"files_checked", outcome.summary.files_checked},
+          {"trace", outcome.trace.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(outcome.trace.string())}};
+}
 
 Result<ExitCode> run_build(const BuildOptions& options, Services& services) {
   util::install_interrupt_handlers();
@@ -94,6 +125,7 @@ Result<ExitCode> run_build(const BuildOptions& options, Services& services) {
                                 {"seconds", outcome.seconds},       {"jobs_run", summary.ran},
                                 {"from_cache", summary.cache_hits}, {"output", (request.kernel_dir / "build").string()},
                                 {"cuda_archs", outcome.cuda_archs}};
+    if (options.timings) j["timings"] = timings_json(outcome);
     print_json_document(j.dump(2));
     return ExitCode::ok;
   }
@@ -107,6 +139,7 @@ Result<ExitCode> run_build(const BuildOptions& options, Services& services) {
         outcome.cuda_archs.empty() ? ""
                                    : fmt::format("; CUDA for {} only ({}; --cuda-archs all for every one)",
                                                  util::join(outcome.cuda_archs, ", "), outcome.cuda_archs_reason)));
+  if (options.timings) print_timings(reporter, outcome);
   return ExitCode::ok;
 }
 
@@ -123,6 +156,9 @@ void register_build(CLI::App& app, CommandAction& action) {
                 "Print the outcome as JSON on stdout (variants, up_to_date, seconds, jobs_run, from_cache, output)");
   cmd->add_flag("-k,--keep-going", options->keep_going, "Keep building what does not depend on a failed job");
   cmd->add_flag("--explain", options->explain, "Say why each job is rebuilt");
+  cmd->add_flag("--timings", options->timings,
+                "Say where the time went: each phase, deciding what is stale, the 10 slowest jobs (every build that "
+                "runs a job also writes .kbuild/trace.json for ui.perfetto.dev)");
   cmd->add_option("--python", options->python,
                   std::string("Python interpreter whose torch is used") + k_python_help_suffix);
   cmd->add_option("--backend", options->backends, "Only build these backends (cpu, cuda); repeatable");

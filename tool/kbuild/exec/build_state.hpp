@@ -49,6 +49,7 @@ class StatCache {
   explicit StatCache(const util::FileSystem& fs) : m_fs(fs) {}
   const util::FileStat& stat(const std::string& path);
   void forget(const std::string& path) { m_cache.erase(path); }
+  size_t size() const { return m_cache.size(); }  ///< distinct paths known
 
  private:
   const util::FileSystem& m_fs;

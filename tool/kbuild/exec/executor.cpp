@@ -33,7 +33,10 @@ class Run {
 
   ExecSummary execute() {
     m_summary.total = m_jobs.size();
+    m_run_start = m_s.clock.now();
     decide_staleness();
+    m_summary.staleness_seconds = m_s.clock.seconds_since(m_run_start);
+    m_summary.files_checked = m_stats.size();
     if (m_summary.stale == 0) return m_summary;
     if (m_options.read_only) {
       m_summary.blocked_read_only = true;
@@ -121,6 +124,7 @@ class Run {
 
   void start(size_t index) {
     const plan::Job& job = m_jobs[index];
+    m_started_at[index] = {m_s.clock.seconds_since(m_run_start), take_lane()};
     auto explicit_inputs = inputs_at_start(index);
     if (m_s.cache && job.cacheable && !m_no_cache.count(index) && m_s.cache->restore(job)) {
       m_restored.insert(index);
@@ -195,6 +199,7 @@ class Run {
 
   void complete(size_t index, const JobOutcome& outcome) {
     const plan::Job& job = m_jobs[index];
+    record_timing(index, outcome);
     ++m_finished;
     if (!outcome.success && retry_without_cache(index)) return;
     if (outcome.success) {
@@ -211,6 +216,23 @@ class Run {
       if (!m_options.keep_going) m_stop = true;
     }
     m_s.reporter.job_finished(job, outcome, m_finished, m_summary.stale);
+  }
+
+  size_t take_lane() {
+    auto free = std::find(m_lane_busy.begin(), m_lane_busy.end(), false);
+    if (free == m_lane_busy.end()) free = m_lane_busy.insert(m_lane_busy.end(), false);
+    *free = true;
+    return static_cast<size_t>(free - m_lane_busy.begin());
+  }
+
+  void record_timing(size_t index, const JobOutcome& outcome) {
+    auto started = m_started_at.find(index);
+    if (started == m_started_at.end()) return;  // failed before it started (no runner slot)
+    const auto [start, lane] = started->second;
+    m_started_at.erase(started);
+    m_lane_busy[lane] = false;
+    m_summary.timings.push_back(
+        {index, start, m_s.clock.seconds_since(m_run_start) - start, lane, outcome.cache_hit, outcome.success});
   }
 
   // A link that fails on objects restored from the compile cache may have been handed an entry the
@@ -325,6 +347,9 @@ class Run {
   std::set<size_t> m_no_cache;                            // jobs that run without the cache (see retry_without_cache)
   std::map<size_t, size_t> m_rerun_for;                   // a job run again -> the link that waits for it
   std::set<size_t> m_link_retried;
+  std::map<size_t, std::pair<double, size_t>> m_started_at;  // job -> (start offset, lane) while it runs
+  std::vector<bool> m_lane_busy;
+  std::chrono::steady_clock::time_point m_run_start;
   size_t m_finished = 0, m_started = 0;
   bool m_stop = false;
 };

@@ -15,6 +15,7 @@
 // atomically.
 
 #include <cstddef>
+#include <vector>
 
 #include "kbuild/exec/action_runner.hpp"
 #include "kbuild/exec/build_state.hpp"
@@ -38,6 +39,17 @@ struct ExecutorOptions {
   bool read_only = false;
 };
 
+/// When one job ran, relative to the start of the run: what `kbuild build --timings` reports and
+/// .kbuild/trace.json draws.
+struct JobTiming {
+  size_t job = 0;      ///< index in the graph
+  double start = 0;    ///< seconds after the executor started
+  double seconds = 0;  ///< wall time (for a cache hit: the restore)
+  size_t lane = 0;     ///< the -j slot it held (0-based): lanes of a trace never overlap
+  bool cache_hit = false;
+  bool success = true;
+};
+
 struct ExecSummary {
   size_t total = 0;  ///< jobs in the graph
   size_t stale = 0;  ///< jobs that needed work
@@ -47,6 +59,9 @@ struct ExecSummary {
   size_t not_run = 0;  ///< stale jobs skipped after a failure or interrupt
   bool interrupted = false;
   bool blocked_read_only = false;  ///< stale jobs in a read-only run (ExecutorOptions::read_only)
+  double staleness_seconds = 0;    ///< deciding what is stale (stat and compare), before any job starts
+  size_t files_checked = 0;        ///< distinct files stat'ed to decide it
+  std::vector<JobTiming> timings;  ///< jobs that finished (succeeded or failed), in finishing order
   bool ok() const { return failed == 0 && !interrupted && not_run == 0; }
 };
 

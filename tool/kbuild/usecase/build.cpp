@@ -395,12 +395,14 @@ Result<plan::PlanRequest> plan_request_for(const BuildRequest& request, BuildSer
 }  // namespace
 
 Result<BuildOutcome> build(const BuildRequest& request, BuildServices& services) {
-  auto start = services.clock.now();
+  PhaseTimer timer(services.clock);
   const auto& kernel_dir = request.kernel_dir;
   const auto work_dir = kernel_dir / ".kbuild";
   KB_TRY_ASSIGN(config::KernelConfig config, load_kernel(services.fs, kernel_dir, request.diagnostics));
+  timer.mark("config");
   KB_TRY_ASSIGN(std::string ops_check_stamp, check_registration_prefix(services.launcher, services.fs, request.python,
                                                                        kernel_dir, work_dir / "ops-check.stamp"));
+  timer.mark("ops check");
   KB_TRY(services.fs.make_dirs(work_dir));
   auto lock = lock_kernel_dir(services.fs, work_dir, request.wait_for_lock,
                               [](const std::string& line) { util::log::info(line); });
@@ -416,7 +418,9 @@ Result<BuildOutcome> build(const BuildRequest& request, BuildServices& services)
     (void)services.fs.write_file_atomic(work_dir / ".gitignore", "# kbuild intermediates, never shipped\n*\n");
     (void)services.fs.write_file_atomic(work_dir / "ops-check.stamp", ops_check_stamp + "\n");
   }
+  timer.mark("lock");
   KB_TRY_ASSIGN(Selection selection, select_variants(request, services, config, work_dir));
+  timer.mark("variants");
   for (const auto& warning : component_less_backend_warnings(config, selection.variants))
     services.reporter.warning(warning);
   for (const auto& warning : unsupported_capability_warnings(config, selection.variants))
@@ -430,7 +434,14 @@ Result<BuildOutcome> build(const BuildRequest& request, BuildServices& services)
     (void)services.fs.write_file_atomic(work_dir / "compile_commands.json", compile_commands(graph, kernel_dir));
   }
 
+  timer.mark("plan");
+  const double jobs_start = timer.elapsed();
   KB_TRY_ASSIGN(exec::ExecSummary summary, execute(request, services, graph, work_dir, read_only));
+  timer.mark("execute");
+  std::filesystem::path trace = work_dir / "trace.json";
+  if (summary.timings.empty() || read_only ||
+      !services.fs.write_file_atomic(trace, chrome_trace(graph, summary, timer.phases(), jobs_start)))
+    trace.clear();
   if (summary.blocked_read_only)
     return fail(fmt::format("{} is read-only and {} job{} out of date", kernel_dir.string(), summary.stale,
                             summary.stale == 1 ? " is" : "s are"),
@@ -445,7 +456,10 @@ Result<BuildOutcome> build(const BuildRequest& request, BuildServices& services)
   BuildOutcome outcome;
   for (const auto& variant : selection.variants) outcome.variants.push_back(variant.variant.name());
   outcome.summary = summary;
-  outcome.seconds = services.clock.seconds_since(start);
+  outcome.seconds = timer.elapsed();
+  outcome.phases = timer.phases();
+  outcome.slowest_jobs = slowest_jobs(graph, summary, 10);
+  outcome.trace = trace;
   if (plan_request.cuda_archs_only) {
     outcome.cuda_archs = *plan_request.cuda_archs_only;
     outcome.cuda_archs_reason = archs_reason;

@@ -23,6 +23,7 @@
 #include "kbuild/exec/reporter.hpp"
 #include "kbuild/plan/matrix.hpp"
 #include "kbuild/toolchain/provision.hpp"
+#include "kbuild/usecase/timings.hpp"
 #include "kbuild/util/fs.hpp"
 #include "kbuild/util/process.hpp"
 #include "kbuild/util/result.hpp"
@@ -77,6 +78,11 @@ struct BuildOutcome {
   /// The capabilities CUDA variants were restricted to (empty: all that build.toml declares), and why.
   std::vector<std::string> cuda_archs;
   std::string cuda_archs_reason;
+  /// Where the time went (usecase/timings.hpp): config, ops check, lock, variants, plan, execute.
+  std::vector<BuildPhase> phases;
+  std::vector<JobTime> slowest_jobs;  ///< the 10 longest jobs this build ran
+  /// .kbuild/trace.json when this build ran jobs and wrote it; empty otherwise.
+  std::filesystem::path trace;
 };
 
 Result<BuildOutcome> build(const BuildRequest& request, BuildServices& services);

@@ -67,3 +67,15 @@ def _backward(ctx, grad: torch.Tensor) -> torch.Tensor:
 
 
 torch.library.register_autograd(add_op_namespace_prefix("img2gray"), _backward, setup_context=_setup_context)
+
+
+def _img2gray_vmap(info, in_dims, image: torch.Tensor):
+    # The op already takes any number of batch dimensions before (3, H, W): the mapped dimension moves
+    # to the front and the whole batch is one call (without this rule vmap warns and loops per sample).
+    (dim,) = in_dims
+    if dim is None:
+        return ops.img2gray(image), None
+    return ops.img2gray(image.movedim(dim, 0)), 0
+
+
+torch.library.register_vmap(add_op_namespace_prefix("img2gray"), _img2gray_vmap)
