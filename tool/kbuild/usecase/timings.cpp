@@ -29,7 +29,8 @@ std::string chrome_trace(const plan::JobGraph& graph, const exec::ExecSummary& s
   events.push_back(thread_name(0, "kbuild"));
   size_t lanes = 0;
   for (const auto& timing : summary.timings) lanes = std::max(lanes, timing.lane + 1);
-  for (size_t lane = 0; lane < lanes; ++lane) events.push_back(thread_name(lane + 1, "job slot " + std::to_string(lane + 1)));
+  for (size_t lane = 0; lane < lanes; ++lane)
+    events.push_back(thread_name(lane + 1, "job slot " + std::to_string(lane + 1)));
   for (const auto& phase : phases)
     events.push_back({{"name", phase.name},
                       {"cat", "phase"},
@@ -40,14 +41,15 @@ std::string chrome_trace(const plan::JobGraph& graph, const exec::ExecSummary& s
                       {"tid", 0}});
   for (const auto& timing : summary.timings) {
     const plan::Job& job = graph.jobs.at(timing.job);
-    events.push_back({{"name", job.description},
-                      {"cat", plan::to_string(job.kind)},
-                      {"ph", "X"},
-                      {"ts", microseconds(jobs_start + timing.start)},
-                      {"dur", microseconds(timing.seconds)},
-                      {"pid", 1},
-                      {"tid", timing.lane + 1},
-                      {"args", {{"variant", job.variant}, {"cache_hit", timing.cache_hit}, {"success", timing.success}}}});
+    events.push_back(
+        {{"name", job.description},
+         {"cat", plan::to_string(job.kind)},
+         {"ph", "X"},
+         {"ts", microseconds(jobs_start + timing.start)},
+         {"dur", microseconds(timing.seconds)},
+         {"pid", 1},
+         {"tid", timing.lane + 1},
+         {"args", {{"variant", job.variant}, {"cache_hit", timing.cache_hit}, {"success", timing.success}}}});
   }
   nlohmann::ordered_json trace = {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
   return trace.dump(1) + "\n";
@@ -60,7 +62,8 @@ std::vector<JobTime> slowest_jobs(const plan::JobGraph& graph, const exec::ExecS
   });
   if (timings.size() > count) timings.resize(count);
   std::vector<JobTime> jobs;
-  for (const auto& timing : timings) jobs.push_back({graph.jobs.at(timing.job).description, timing.seconds, timing.cache_hit});
+  for (const auto& timing : timings)
+    jobs.push_back({graph.jobs.at(timing.job).description, timing.seconds, timing.cache_hit});
   return jobs;
 }
 
