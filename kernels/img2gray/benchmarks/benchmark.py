@@ -151,53 +151,67 @@ def run_gpu(args):
         Path(args.json).write_text(json.dumps(results, indent=1))
 
 
+CPU_CASES = [
+    ("1080p uint8 HWC", (1080, 1920), torch.uint8, "hwc"),
+    ("4K uint8 HWC", (2160, 3840), torch.uint8, "hwc"),
+    ("4K float32 NCHW", (2160, 3840), torch.float32, "nchw"),
+    ("1080p float32 NCHW", (1080, 1920), torch.float32, "nchw"),
+]
+
+
 def run_cpu(args):
+    """Every case at each thread count of --threads (Torch's intra-op pool and OpenCV's alike)."""
     import cv2
 
     kernel = load_kernel("cpu")
-    threads = torch.get_num_threads()
-    cv2.setNumThreads(threads)
+    counts = [int(n) for n in args.threads.split(",")] if args.threads else [torch.get_num_threads()]
     print(f"# img2gray CPU benchmark  {time.strftime('%Y-%m-%d')}  {platform.processor() or platform.machine()}  "
-          f"{threads} threads  torch {torch.__version__}  opencv {cv2.__version__}  (median of {args.reps})")
-    header = f"{'case':36} {'impl':22} {'time':>10} {'GB/s':>7} {'% copy':>7} {'vs opencv':>9}"
+          f"{os.cpu_count()} CPUs  threads {','.join(map(str, counts))}  torch {torch.__version__}  "
+          f"opencv {cv2.__version__}  (median of {args.reps}, round-robin)")
+    header = f"{'case':22} {'thr':>3} {'impl':18} {'time':>10} {'GB/s':>7} {'% copy':>7} {'vs opencv':>9}"
     print(header)
     print("-" * len(header))
-    cases = [
-        ("1080p uint8 HWC", (1080, 1920), torch.uint8, "hwc"),
-        ("4K uint8 HWC", (2160, 3840), torch.uint8, "hwc"),
-        ("4K float32 NCHW", (2160, 3840), torch.float32, "nchw"),
-        ("1080p float32 NCHW", (1080, 1920), torch.float32, "nchw"),
-    ]
     results = []
-    for name, (h, w), dtype, layout in cases:
-        if args.filter and args.filter not in name:
-            continue
-        if layout == "hwc":
-            hwc = torch.randint(0, 256, (h, w, 3), dtype=torch.uint8)
-            image = hwc.permute(2, 0, 1).unsqueeze(0)  # [1, 3, H, W] view
-            hwc_np = hwc.numpy()
-            gray_np = hwc_np[..., 0].copy()
-        else:
-            image = torch.rand(1, 3, h, w).to(dtype)
-            hwc_np = None
-        out = torch.empty(1, 1, h, w, dtype=dtype)
-        traffic = traffic_bytes(image)
-        src, dst = torch.empty(traffic // 2, dtype=torch.uint8), torch.empty(traffic // 2, dtype=torch.uint8)
-        impls = [("img2gray", lambda: kernel.img2gray_out(image, out)),
-                 ("torchvision eager", lambda: rgb_to_grayscale(image)),
-                 ("copy (ceiling)", lambda: dst.copy_(src))]
-        if hwc_np is not None:
-            impls.insert(1, ("opencv cvtColor", lambda: cv2.cvtColor(hwc_np, cv2.COLOR_RGB2GRAY, dst=gray_np)))
-        timings = cpu_times(impls, args.reps, args.warmup)
-        copy_rate = traffic / timings["copy (ceiling)"] / 1e9
-        for label, _ in impls:
-            t = timings[label]
-            rate = traffic / t / 1e9
-            versus = f"{timings['opencv cvtColor'] / t:8.2f}x" if "opencv cvtColor" in timings else f"{'-':>9}"
-            print(f"{name:36} {label:22} {t * 1e3:8.3f}ms {rate:7.2f} {100 * rate / copy_rate:6.1f}% {versus}")
-            results.append({"case": name, "impl": label, "seconds": t, "gbps": rate, "pct_copy": 100 * rate / copy_rate})
+    for threads in counts:
+        torch.set_num_threads(threads)
+        cv2.setNumThreads(threads)
+        for case in CPU_CASES:
+            if not args.filter or args.filter in case[0]:
+                results += cpu_case(kernel, cv2, case, threads, args)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
+
+
+def cpu_case(kernel, cv2, case, threads, args):
+    name, (h, w), dtype, layout = case
+    if layout == "hwc":
+        hwc = torch.randint(0, 256, (h, w, 3), dtype=torch.uint8)
+        image = hwc.permute(2, 0, 1).unsqueeze(0)  # [1, 3, H, W] view
+        hwc_np = hwc.numpy()
+        gray_np = hwc_np[..., 0].copy()
+    else:
+        image = torch.rand(1, 3, h, w).to(dtype)
+        hwc_np = None
+    out = torch.empty(1, 1, h, w, dtype=dtype)
+    traffic = traffic_bytes(image)
+    src, dst = torch.empty(traffic // 2, dtype=torch.uint8), torch.empty(traffic // 2, dtype=torch.uint8)
+    impls = [("img2gray", lambda: kernel.img2gray_out(image, out)),
+             ("torchvision eager", lambda: rgb_to_grayscale(image)),
+             ("copy (ceiling)", lambda: dst.copy_(src))]
+    if hwc_np is not None:
+        impls.insert(1, ("opencv cvtColor", lambda: cv2.cvtColor(hwc_np, cv2.COLOR_RGB2GRAY, dst=gray_np)))
+    timings = cpu_times(impls, args.reps, args.warmup)
+    copy_rate = traffic / timings["copy (ceiling)"] / 1e9
+    results = []
+    for label, _ in impls:
+        t = timings[label]
+        rate = traffic / t / 1e9
+        versus = f"{timings['opencv cvtColor'] / t:8.2f}x" if "opencv cvtColor" in timings else f"{'-':>9}"
+        print(f"{name:22} {threads:3} {label:18} {t * 1e3:8.3f}ms {rate:7.2f} {100 * rate / copy_rate:6.1f}% {versus}",
+              flush=True)
+        results.append({"case": name, "threads": threads, "impl": label, "seconds": t, "gbps": rate,
+                        "pct_copy": 100 * rate / copy_rate})
+    return results
 
 
 try:
@@ -237,6 +251,7 @@ def main():
     parser.add_argument("--reps", type=int, default=50)
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--filter", help="only cases whose name contains this")
+    parser.add_argument("--threads", help="CPU: thread counts to run each case with, e.g. 1,2,4,8,16 (default: Torch's)")
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args()
     if args.cpu:
