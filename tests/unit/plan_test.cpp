@@ -220,6 +220,22 @@ TEST_F(PlanFixture, CompileConventions) {
   EXPECT_EQ(link->outputs.front().filename(), "_img2gray_cuda_abc1234.abi3.so");
 }
 
+TEST_F(PlanFixture, EveryUnitSeesTheKernelsCsrcFirstAsWithKernelBuilder) {
+  auto graph = plan_build(request({config::Backend::cpu, config::Backend::cuda}));
+  ASSERT_TRUE(graph);
+  size_t compiles = 0;
+  for (const auto& job : graph->jobs) {
+    if (job.kind != JobKind::compile_cxx && job.kind != JobKind::compile_cuda) continue;
+    ++compiles;
+    auto csrc = std::find(job.argv.begin(), job.argv.end(), "-I/k/csrc");
+    ASSERT_NE(csrc, job.argv.end()) << job.id;
+    auto first_include =
+        std::find_if(job.argv.begin(), job.argv.end(), [](const auto& a) { return a.starts_with("-I"); });
+    EXPECT_EQ(csrc, first_include) << job.id;
+  }
+  EXPECT_EQ(compiles, 7u);
+}
+
 TEST_F(PlanFixture, CxxFlagsReachTheCxxCompilerOnlyAndCudaFlagsNvccOnly) {
   std::string text = k_config;
   text.replace(text.find("cuda-capabilities"), 0, "cxx-flags = [\"-fopenmp-simd\"]\ncuda-flags = [\"-lineinfo\"]\n");

@@ -224,6 +224,10 @@ class CompiledVariantPlanner {
 
   void add_includes(const Unit& unit, std::vector<std::string>& argv) const {
     argv.insert(argv.end(), m_flags.defines.begin(), m_flags.defines.end());
+    // kernel-builder's Torch extension target has `csrc` (the kernel's csrc/, whether or not it
+    // exists) as an include directory of every unit, before per-source ones: bindings include kernel
+    // headers from csrc/ by bare name (megablocks' `#include "cumsum.h"`). Its tvm-ffi target has not.
+    if (!tvm_ffi()) argv.push_back("-I" + (m_request.kernel_dir / "csrc").string());
     for (const auto& inc : unit.includes) argv.push_back("-I" + (m_request.kernel_dir / inc).string());
     for (const auto& inc : unit.library_includes) argv.push_back("-I" + inc);
     if (unit.binding) argv.push_back("-I" + m_generated.string());
