@@ -6,20 +6,38 @@
 // the reference inside the library and always says "multi-threaded", which is always correct.
 __attribute__((visibility("hidden"))) char __libc_single_threaded = 0;
 
-// glibc 2.34 moved dlsym into libc under a new symbol version, so a library linked on a newer system
-// needs dlsym@GLIBC_2.34 and fails on manylinux_2_28 systems. Torch's stable headers call dlsym
-// (torch/csrc/stable/macros.h, looking up shims newer than the targeted Torch). The link wraps dlsym
-// (-Wl,--wrap=dlsym) and this forwards to the version every glibc since the architecture's first has.
+// glibc 2.34 moved dlopen, dlsym, dlclose and dlerror into libc under a new symbol version, so a
+// library linked on a newer system needs e.g. dlsym@GLIBC_2.34 and fails on manylinux_2_28 systems.
+// Torch's stable headers call dlsym (torch/csrc/stable/macros.h, looking up shims newer than the
+// targeted Torch); CUDA 13's headers (CCCL, reaching the driver) call dlopen, dlsym and dlclose. The
+// link wraps them (-Wl,--wrap=dlopen,...) and these forward to the versions every glibc since the
+// architecture's first has.
 #include <dlfcn.h>
 #if defined(__x86_64__)
-__asm__(".symver kbuild_dlsym_baseline, dlsym@GLIBC_2.2.5");
+#define KBUILD_GLIBC_BASELINE "GLIBC_2.2.5"
 #elif defined(__aarch64__)
-__asm__(".symver kbuild_dlsym_baseline, dlsym@GLIBC_2.17");
+#define KBUILD_GLIBC_BASELINE "GLIBC_2.17"
 #endif
+#ifdef KBUILD_GLIBC_BASELINE
+__asm__(".symver kbuild_dlopen_baseline, dlopen@" KBUILD_GLIBC_BASELINE);
+__asm__(".symver kbuild_dlsym_baseline, dlsym@" KBUILD_GLIBC_BASELINE);
+__asm__(".symver kbuild_dlclose_baseline, dlclose@" KBUILD_GLIBC_BASELINE);
+__asm__(".symver kbuild_dlerror_baseline, dlerror@" KBUILD_GLIBC_BASELINE);
+#endif
+extern "C" void* kbuild_dlopen_baseline(const char* file, int mode);
 extern "C" void* kbuild_dlsym_baseline(void* handle, const char* symbol);
+extern "C" int kbuild_dlclose_baseline(void* handle);
+extern "C" char* kbuild_dlerror_baseline();
+extern "C" __attribute__((visibility("hidden"))) void* __wrap_dlopen(const char* file, int mode) {
+  return kbuild_dlopen_baseline(file, mode);
+}
 extern "C" __attribute__((visibility("hidden"))) void* __wrap_dlsym(void* handle, const char* symbol) {
   return kbuild_dlsym_baseline(handle, symbol);
 }
+extern "C" __attribute__((visibility("hidden"))) int __wrap_dlclose(void* handle) {
+  return kbuild_dlclose_baseline(handle);
+}
+extern "C" __attribute__((visibility("hidden"))) char* __wrap_dlerror() { return kbuild_dlerror_baseline(); }
 
 // GCC 13's <iostream> makes every translation unit that includes it reference
 // std::ios_base_library_init() (GLIBCXX_3.4.32), which has libstdc++ initialise std::cout and friends.

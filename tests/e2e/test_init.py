@@ -147,3 +147,28 @@ def test_init_speaks_kernel_builders_spellings(tmp_path):
     # its README names kbuild test.
     cu = next((tmp_path / "my-relu").rglob("*.cu")).read_text()
     assert "namespace {" not in cu and "kbuild test" in (tmp_path / "my-relu" / "README.md").read_text()
+
+
+@pytest.mark.slow
+def test_dl_functions_link_to_their_baseline_glibc_versions(tmp_path):
+    # glibc 2.34 versioned dlopen/dlsym/dlclose/dlerror anew; CUDA 13's CCCL headers call them
+    # (megablocks' CUB sort), Torch's stable headers dlsym. A library needing the 2.34 versions fails
+    # the manylinux_2_28 check (exit 1, nothing installed), so kbuild wraps them at link time.
+    run_kbuild("init", "dl-user", "--backends", "cpu", "--no-git", "--no-ci", cwd=tmp_path)
+    project = tmp_path / "dl-user"
+    source = next((project / "dl_user_cpu").glob("*.cpp"))
+    source.write_text(source.read_text() + """
+#include <dlfcn.h>
+extern "C" const char* dl_user_probe() {
+  void* self = dlopen(nullptr, RTLD_NOW);
+  void* symbol = self ? dlsym(self, "malloc") : nullptr;
+  if (self) dlclose(self);
+  return symbol ? "found" : dlerror();
+}
+""")
+    run_kbuild(*build_args(project))
+    library = next((project / "build").glob("torch*-cpu-*/_dl_user_cpu_*.so"))
+    symbols = subprocess.run(["objdump", "-T", library], capture_output=True, text=True, check=True).stdout
+    versions = {line.split()[-1]: line.split()[-2] for line in symbols.splitlines() if line.split()[-1:] and
+                line.split()[-1] in ("dlopen", "dlsym", "dlclose", "dlerror")}
+    assert versions == dict.fromkeys(["dlopen", "dlsym", "dlclose", "dlerror"], "(GLIBC_2.2.5)"), symbols

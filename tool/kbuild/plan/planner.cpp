@@ -358,8 +358,8 @@ class CompiledVariantPlanner {
     add_stdcxx_compat(link);
     link.push_back("-l:libstdc++.so.6");
     link.push_back("-ldl");  // glibc < 2.34 keeps dlsym in libdl (dropped by --as-needed elsewhere)
-    for (const char* flag :
-         {"-Wl,--no-as-needed", "-Wl,--wrap=dlsym", "-Wl,-O1", "-Wl,-z,noexecstack", "-Wl,--build-id=sha1"})
+    for (const char* flag : {"-Wl,--no-as-needed", "-Wl,--wrap=dlopen,--wrap=dlsym,--wrap=dlclose,--wrap=dlerror",
+                             "-Wl,-O1", "-Wl,-z,noexecstack", "-Wl,--build-id=sha1"})
       link.push_back(flag);
   }
 
