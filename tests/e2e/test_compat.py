@@ -126,6 +126,7 @@ int64_t probe() {
 """
 
 
+@pytest.mark.slow
 def test_device_lambdas_and_relaxed_constexpr_build_as_with_kernel_builder(tmp_path):
     kernel = write_kernel(tmp_path / "lambdas", "lambdas", "cuda", LAMBDA_CU, "lambdas_cuda/lambdas.cu", depends="[]")
     run_kbuild(*build_args(kernel, "--backend", "cuda", "--unique-id", "t1"))
@@ -209,6 +210,7 @@ def test_a_library_needing_a_newer_runtime_is_refused_naming_symbol_and_source(t
     assert "GLIBC" in official_abi_check(kernel / "build" / CPU_VARIANT)
 
 
+@pytest.mark.slow
 def test_the_reference_kernels_libraries_pass_the_official_abi_checker(built_kernel):
     for variant in (CPU_VARIANT, CUDA_VARIANT):
         assert official_abi_check(built_kernel / "build" / variant) == "", variant
@@ -325,6 +327,7 @@ int64_t probe() {
 """
 
 
+@pytest.mark.slow
 def test_a_cutlass_dependency_is_fetched_pinned_and_on_the_include_path(tmp_path):
     kernel = write_kernel(tmp_path / "cut", "cut", "cuda", CUTLASS_CU, "cut_cuda/cut.cu", depends='["cutlass_3_6"]')
     listing = json.loads(run_kbuild("variants", kernel, "--json", "--python", PYTHON).stdout)
@@ -419,6 +422,7 @@ def archive_server(directory):
         server.server_close()
 
 
+@pytest.mark.slow
 def test_a_cutlass_release_missing_from_pypi_comes_from_its_pinned_source_archive(tmp_path):
     served = tmp_path / "served"
     served.mkdir()
@@ -470,6 +474,7 @@ def test_a_cutlass_release_missing_from_pypi_comes_from_its_pinned_source_archiv
         assert missing.returncode == 4 and "HTTP 404" in missing.stderr and "v4.5.2.zip" in missing.stderr  # network
 
 
+@pytest.mark.slow
 def test_toolchains_lock_pins_a_cutlass_source_archive_and_update_keeps_that_pin(tmp_path):
     served = tmp_path / "served"
     served.mkdir()

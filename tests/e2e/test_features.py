@@ -80,6 +80,7 @@ int64_t probe() { return SCALE * 7; }
 """
 
 
+@pytest.mark.slow
 def test_custom_flags_include_directories_and_torch_bounds(tmp_path):
     files = {
         "build.toml": """\
@@ -162,6 +163,7 @@ int64_t probe() {{ return shared_helper(); }}
     })
 
 
+@pytest.mark.slow
 def test_two_kernels_defining_the_same_symbols_keep_their_own_in_one_process(tmp_path):
     kernels = [conflicting_kernel(tmp_path / name, name, value) for name, value in (("alpha", 1), ("beta", 2))]
     for kernel in kernels:

@@ -299,6 +299,39 @@ def test_start_sweeps_stale_temporary_files(tmp_path):
     assert "removed 3 stale temporary file(s) and upload folder(s), 1124 bytes" in stderr, stderr
 
 
+def test_the_root_is_the_owners_only_whatever_the_umask(tmp_path):
+    root = tmp_path / "private-root"
+    token = add_token(root, "alice")
+    os.chmod(root / "config.toml", 0o644)  # as an editor or `cp` under umask 022 would leave it
+    process = subprocess.Popen([str(KBUILD), "hub", "serve", "--root", str(root), "--port", "0"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: os.umask(0o022))
+    line = process.stdout.readline()
+    url = line.strip().rsplit(" at ", 1)[1]
+    served = Server(root, url, process, {"alice": token})
+    try:
+        assert api(served, "POST", "/api/repos/create", {"name": "secret", "private": True}, token)[0] == 200
+        body = b"private bytes " * 1000  # large enough to be spooled
+        commit = ndjson(header(), {"key": "file", "value": {"path": "w.txt", "encoding": "base64",
+                                                            "content": base64.b64encode(body).decode()}})
+        status, _, answer = request(served, "POST", "/api/models/alice/secret/commit/main", commit, token,
+                                    "application/x-ndjson")
+        assert status == 200, answer
+    finally:
+        process.terminate()
+        assert process.wait(timeout=15) == 0
+    stderr = process.stderr.read()
+    assert "config.toml holds tokens and is readable by others (mode 0644)" in stderr and "chmod 600" in stderr
+    modes = {p.relative_to(root).as_posix(): p.stat().st_mode & 0o777 for p in [root, *root.rglob("*")]}
+    assert modes.pop("config.toml") == 0o644  # warned about, left to its owner
+    assert modes.pop(".") == 0o700
+    blobs = [path for path in modes if path.startswith("blobs/") and "." not in path.rsplit("/", 1)[-1]]
+    assert blobs, modes  # the commit's file is in the store
+    wrong = {path: oct(mode) for path, mode in modes.items()
+             if mode != (0o700 if (root / path).is_dir() else 0o600)}
+    assert not wrong, wrong
+
+
 # ---------------------------------------------------------------------------------------------
 # Resumable multipart uploads
 

@@ -10,6 +10,8 @@ import pytest
 
 from conftest import PYTHON, build_args, copy_kernel, run_kbuild
 
+pytestmark = pytest.mark.slow  # they compile kernels (pytest.ini)
+
 
 def results_of(kernel, *args):
     result = run_kbuild("test", kernel, "--python", PYTHON, "--json", *args, check=False, timeout=3600)

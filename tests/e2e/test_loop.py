@@ -51,6 +51,7 @@ def test_after_a_failed_build_check_test_and_publish_refuse_the_stale_variant(tm
     assert f"{CPU_VARIANT}: ok" in run_kbuild("check", project).stdout
 
 
+@pytest.mark.slow
 def test_kernel_builder_style_tests_run_offline_under_kbuild_test(tmp_path):
     project = init_cpu_project(tmp_path)
     repo_id = "kbuild-tests/loop-relu"
@@ -85,6 +86,7 @@ def test_kernel_builder_style_tests_run_offline_under_kbuild_test(tmp_path):
     assert variant["tests"] >= 4
 
 
+@pytest.mark.slow
 def test_the_python_is_chosen_once_by_environment_or_user_config(tmp_path):
     project = init_cpu_project(tmp_path)
     bare = dict(os.environ, PATH="/usr/bin:/bin", HOME=str(tmp_path / "home"))  # python3 there has no Torch

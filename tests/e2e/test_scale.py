@@ -19,6 +19,8 @@ from conftest import PYTHON, build_args, copy_kernel, empty_compile_cache, run_k
 from test_matrix import MATRIX
 from test_publish import ORG, hub, hub_env  # noqa: F401 (hub is a fixture)
 
+pytestmark = pytest.mark.slow  # they compile kernels (pytest.ini)
+
 CPU_VARIANT = "torch211-cxx11-cpu-x86_64-linux"
 CUDA_VARIANT = "torch211-cxx11-cu130-x86_64-linux"
 

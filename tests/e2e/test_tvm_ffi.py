@@ -6,8 +6,12 @@ import json
 import shutil
 import subprocess
 
+import pytest
+
 from conftest import PYTHON, build_args, run_kbuild, write_kernel_files
 from test_compat import official_abi_check
+
+pytestmark = pytest.mark.slow  # they compile kernels (pytest.ini)
 
 CPU_VARIANT = "tvm-ffi01-cpu-x86_64-linux"
 CUDA_VARIANT = "tvm-ffi01-cu130-x86_64-linux"

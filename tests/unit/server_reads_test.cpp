@@ -109,6 +109,20 @@ TEST_F(RouterTest, ResolveHeadGetAndRanges) {
   EXPECT_EQ(call("GET", "http://elsewhere:1234/datasets/alice/m/resolve/main/w.bin", "", "").body, "weights");
 }
 
+TEST_F(RouterTest, OrganizationCountsLeavePrivateReposToThoseWhoMaySeeThem) {
+  auto kernels = [&](const std::string& token) {
+    return json(call("GET", "/api/organizations/org/overview", "", token))["numKernels"].get<int>();
+  };
+  const std::string create_in_org = "/api/repos/create";
+  ASSERT_EQ(call("POST", create_in_org, R"({"name":"open","organization":"org","type":"kernel"})").status, 200);
+  ASSERT_EQ(
+      call("POST", create_in_org, R"({"name":"hidden","organization":"org","type":"kernel","private":true})").status,
+      200);
+  EXPECT_EQ(kernels(""), 1);       // anonymous
+  EXPECT_EQ(kernels(k_bob), 1);    // a token without the organisation
+  EXPECT_EQ(kernels(k_alice), 2);  // a member, who may read the private one
+}
+
 TEST_F(RouterTest, OrganizationsXetAndMiscellaneous) {
   auto org = json(call("GET", "/api/organizations/org/overview", "", ""));
   EXPECT_EQ(org["trustedKernelPublisher"], true);

@@ -9,7 +9,9 @@
 #include <cstdio>
 #include <limits>
 
+#include <sys/stat.h>
 #include "kbuild/cli/command.hpp"
+
 #include "kbuild/server/config.hpp"
 #include "kbuild/server/listener.hpp"
 #include "kbuild/server/router.hpp"
@@ -57,7 +59,11 @@ Result<ExitCode> run_serve(const ServeOptions& options, Services& services) {
   auto root = absolute_dir(options.root);
   if (options.port < 0 || options.port > 65535)
     return fail("--port must be 0 to 65535", "use 0 for any free port", ExitCode::usage);
+  // Whatever the caller's umask, what the registry writes (blobs, spooled bodies, upload parts,
+  // the database's side files) is the owner's only; Store::open makes the root itself 0700.
+  ::umask(077);
   KB_TRY_ASSIGN(server::Config config, server::load_config(root));
+  if (auto warning = server::config_permission_warning(root / "config.toml")) util::log::warn(*warning);
   KB_TRY_ASSIGN(auto store, server::Store::open(root, services.random));
   server::ListenerOptions listen;
   listen.host = options.host;

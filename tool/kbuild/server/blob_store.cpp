@@ -19,7 +19,7 @@ namespace {
 
 // Writes `content` to a new file and flushes it to disk.
 Result<void> write_durably(const fs::path& path, std::string_view content) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) return fail("cannot create " + path.string());
   const char* data = content.data();
   size_t left = content.size();

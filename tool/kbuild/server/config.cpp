@@ -4,9 +4,11 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 
@@ -268,6 +270,15 @@ Result<Config> load_config(const fs::path& root) {
   util::RealFileSystem files;
   KB_TRY_ASSIGN(std::string text, files.read_file(path));
   return parse_config(text, path.string());
+}
+
+std::optional<std::string> config_permission_warning(const fs::path& config_file) {
+  struct ::stat st;
+  if (::stat(config_file.c_str(), &st) != 0 || (st.st_mode & 077) == 0) return std::nullopt;
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+  return config_file.string() + " holds tokens and is readable by others (mode " + mode +
+         "); make it the owner's only: chmod 600 " + config_file.string();
 }
 
 std::string generate_token(util::Random& random) {

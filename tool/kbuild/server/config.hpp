@@ -105,4 +105,8 @@ Result<OrganizationChange> set_organization(const std::filesystem::path& root, c
 /// "hf_" followed by 34 random characters from [a-z2-7].
 std::string generate_token(util::Random& random);
 
+/// A warning when `config_file` (it holds tokens) can be read or written by group or others; none
+/// when it is the owner's only or does not exist.
+std::optional<std::string> config_permission_warning(const std::filesystem::path& config_file);
+
 }  // namespace kbuild::server

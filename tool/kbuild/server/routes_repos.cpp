@@ -29,7 +29,9 @@ Outcome<Reply> Handlers::organization(const Match& m) {
   const std::string& name = m.name;
   auto organization = m_config.find_organization(name);
   if (!organization) return not_found("Organization " + name + " not found");
-  KB_TRY_ASSIGN(auto counts, lift(m_store.count_repos(name)));
+  // Private repos count only for those who may see them (find_visible's rule): an anonymous count
+  // that grows would tell that a private repo was created.
+  KB_TRY_ASSIGN(auto counts, lift(m_store.count_repos(name, m_c.token && m_c.token->may_write(name))));
   std::int64_t members = 0;
   for (const auto& token : m_config.tokens)
     if (token.user != name && token.may_write(name)) ++members;

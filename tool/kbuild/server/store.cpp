@@ -62,7 +62,17 @@ Result<std::unique_ptr<Store>> Store::open(const fs::path& root, util::Random& r
     fs::create_directories(root / dir, ec);
     if (ec) return fail("cannot create " + (root / dir).string() + ": " + ec.message());
   }
+  // The root holds private repos' blobs, upload sessions and tokens: it and its directories are the
+  // owner's only (0700), whatever the umask, and so is the database with SQLite's side files (which
+  // SQLite creates with the database's mode). Blobs are written 0600 (blob_store.cpp).
+  for (const fs::path& dir : {root, root / "blobs", root / "tmp", root / "uploads"}) {
+    fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace, ec);
+    if (ec) return fail("cannot make " + dir.string() + " owner-only: " + ec.message());
+  }
   KB_TRY_ASSIGN(sqlite3 * connection, db::open(root / "hub.sqlite"));
+  for (const char* file : {"hub.sqlite", "hub.sqlite-wal", "hub.sqlite-shm"})
+    if (fs::exists(root / file, ec))
+      fs::permissions(root / file, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace, ec);
   std::unique_ptr<Store> store(new Store(root, connection, random));
   KB_TRY(store->init_schema());
   return store;
@@ -140,11 +150,12 @@ Result<bool> Store::delete_repo(const RepoId& id) {
   return db::changes(m_db) > 0;
 }
 
-Result<std::map<RepoType, std::int64_t>> Store::count_repos(std::string_view ns) {
+Result<std::map<RepoType, std::int64_t>> Store::count_repos(std::string_view ns, bool include_private) {
   std::lock_guard lock(m_mutex);
-  KB_TRY_ASSIGN(auto stmt,
-                Statement::prepare(m_db, "SELECT type, COUNT(*) FROM repos WHERE namespace = ?1 GROUP BY type"));
-  stmt.bind(1, ns);
+  KB_TRY_ASSIGN(auto stmt, Statement::prepare(m_db,
+                                              "SELECT type, COUNT(*) FROM repos WHERE namespace = ?1 AND "
+                                              "(private = 0 OR ?2) GROUP BY type"));
+  stmt.bind(1, ns).bind(2, static_cast<std::int64_t>(include_private));
   std::map<RepoType, std::int64_t> counts;
   while (true) {
     KB_TRY_ASSIGN(bool row, stmt.step());

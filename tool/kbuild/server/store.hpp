@@ -200,7 +200,8 @@ class Store {
   /// Removes a repo with its commits and refs (blobs stay). False if it did not exist.
   Result<bool> delete_repo(const RepoId& id);
   /// Number of repos per type in a namespace (for organisation overviews).
-  Result<std::map<RepoType, std::int64_t>> count_repos(std::string_view ns);
+  /// Repos of `ns` by type; private ones only with `include_private` (a caller who may see them).
+  Result<std::map<RepoType, std::int64_t>> count_repos(std::string_view ns, bool include_private);
 
   // --- refs ---
   /// All refs of a repo, sorted by kind then name (pull requests numerically).
