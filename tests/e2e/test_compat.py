@@ -14,6 +14,8 @@ import threading
 import zipfile
 from pathlib import Path
 
+import pytest
+
 from conftest import PYTHON, build_args, run_kbuild
 
 CPU_VARIANT = "torch211-cxx11-cpu-x86_64-linux"

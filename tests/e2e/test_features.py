@@ -6,6 +6,8 @@ test_compat.py.)"""
 import json
 import subprocess
 
+import pytest
+
 from conftest import PYTHON, build_args, run_kbuild, write_kernel_files
 from test_compat import BINDING, official_abi_check
 

@@ -6,6 +6,8 @@ import json
 import os
 import textwrap
 
+import pytest
+
 from conftest import PYTHON, build_args, run_kbuild
 
 CPU_VARIANT = "torch211-cxx11-cpu-x86_64-linux"
