@@ -218,6 +218,14 @@ TEST_F(RouterTest, RefNamesThatReadAsSomethingElseAreRefused) {
   EXPECT_EQ(call("POST", repo + "/tag/main", R"({"tag":"dev"})").status, 409);
   ASSERT_EQ(call("POST", repo + "/tag/main", R"({"tag":"v1"})").status, 200);
   EXPECT_EQ(call("POST", repo + "/branch/v1", "{}").status, 409);
+  // git keeps refs as files: main/sub cannot sit next to main, nor dev next to dev/x.
+  EXPECT_EQ(call("POST", repo + "/branch/main%2Fsub", "{}").status, 409);
+  ASSERT_EQ(call("POST", repo + "/branch/feature%2Fx", "{}").status, 200);
+  EXPECT_EQ(call("POST", repo + "/branch/feature", "{}").status, 409);
+  EXPECT_EQ(call("POST", repo + "/tag/main", R"({"tag":"v1/rc"})").status, 409);
+  // A name holding an escape that a second decoding turns into ".." or "/".
+  EXPECT_EQ(call("POST", repo + "/branch/%252e%252e", "{}").status, 400);
+  EXPECT_EQ(call("POST", repo + "/tag/main", R"({"tag":"a%2fb"})").status, 400);
   // refs/pr/ takes a pull request number only.
   for (const char* bad : {"refs%2Fpr%2Fabc", "refs%2Fpr%2F01", "refs%2Fpr%2F", "refs%2Fpr%2F1x"}) {
     EXPECT_EQ(call("GET", repo + "/tree/" + bad).status, 400) << bad;

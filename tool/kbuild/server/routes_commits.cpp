@@ -2,6 +2,7 @@
 
 #include "kbuild/server/file_io.hpp"
 #include "kbuild/server/handlers.hpp"
+#include "kbuild/server/path_rules.hpp"
 
 namespace kbuild::server {
 
@@ -161,12 +162,19 @@ void decide_lfs(FileMap& files, const std::map<std::string, bool>& inline_added,
   }
 }
 
-/// A path cannot be a file and a folder at once.
+/// A path cannot be a file and a folder at once, and no two names of the tree may differ only in case
+/// (one file on macOS and Windows: a clone there would lose one).
 Outcome<void> check_file_folder_conflicts(const FileMap& files) {
-  for (const auto& [path, entry] : files)
+  std::vector<std::string> paths;
+  for (const auto& [path, entry] : files) {
+    paths.push_back(path);
     for (size_t slash = path.find('/'); slash != std::string::npos; slash = path.find('/', slash + 1))
       if (files.contains(path.substr(0, slash)))
         return bad_request(path.substr(0, slash) + " is a file, so it cannot also be a folder (" + path + ")");
+  }
+  if (auto twins = case_collision(paths))
+    return bad_request(twins->first + " and " + twins->second +
+                       " differ only in case: they would be one file on macOS and Windows; rename one");
   return {};
 }
 

@@ -21,13 +21,22 @@ Outcome<Reply> Handlers::refs(const Match& m) {
 namespace {
 
 /// Refuses a new branch or tag called `name` when git or the Hub would read the name as something else
-/// (wire.hpp: is_unambiguous_ref_name: 400), or when a ref of the other kind has it (409).
+/// (wire.hpp: is_unambiguous_ref_name: 400), or when a ref of the other kind has it or git could not
+/// keep it next to an existing ref of its kind (409).
 Outcome<void> check_new_ref(Store& store, const Repo& repo, RefKind kind, const std::string& name) {
   const char* what = kind == RefKind::branch ? "branch" : "tag";
   if (!is_valid_ref_name(name)) return bad_request(std::string("invalid ") + what + " name \"" + name + "\"");
   if (!is_unambiguous_ref_name(name))
     return bad_request(std::string("ambiguous ") + what + " name \"" + name +
-                       "\": names like a commit id (40 or 64 hex), HEAD, or starting with refs/ are refused");
+                       "\": names like a commit id (40 or 64 hex), HEAD, starting with refs/, or holding a "
+                       "percent-escape of '.', '/' or '\\' are refused");
+  // git keeps refs as files: refs/heads/main and refs/heads/main/sub cannot both exist.
+  KB_TRY_ASSIGN(auto refs, lift(store.list_refs(repo.key)));
+  for (const auto& ref : refs)
+    if (ref.kind == kind && (ref.name.starts_with(name + "/") || name.starts_with(ref.name + "/")))
+      return failure(409, "Conflict",
+                     std::string("a ") + what + " named " + ref.name + " exists, and git cannot keep " + name +
+                         " next to it (one would be a folder of the other); choose another name");
   RefKind other = kind == RefKind::branch ? RefKind::tag : RefKind::branch;
   KB_TRY_ASSIGN(auto existing, lift(store.find_ref(repo.key, other, name)));
   if (existing)

@@ -1,5 +1,7 @@
 #include "kbuild/server/wire.hpp"
 
+#include "kbuild/server/path_rules.hpp"
+
 #include <algorithm>
 #include <array>
 #include <nlohmann/json.hpp>
@@ -97,6 +99,9 @@ bool is_safe_repo_path(std::string_view path) {
 
 bool is_unambiguous_ref_name(std::string_view name) {
   if (!is_valid_ref_name(name) || name.starts_with("refs/")) return false;
+  std::string lower = lowercase(name);
+  for (const char* escape : {"%2e", "%2f", "%5c"})  // decoded once more somewhere, they would be ".." or "/"
+    if (lower.find(escape) != std::string::npos) return false;
   if ((name.size() == 40 || name.size() == 64) &&
       std::all_of(name.begin(), name.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); }))
     return false;
@@ -260,6 +265,8 @@ Parsed<PreuploadRequest> parse_preupload(std::string_view body) {
     auto size = integer_member(file, "size");
     if (!path || !size || *size < 0) return std::unexpected("each file needs \"path\" (string) and \"size\" (integer)");
     if (!is_safe_repo_path(*path)) return std::unexpected("invalid path \"" + *path + "\"");
+    if (auto problem = path_problem(*path))
+      return std::unexpected("path \"" + *path + "\" cannot be stored: " + *problem);
     PreuploadFile entry{*path, static_cast<std::uint64_t>(*size), {}};
     if (!decode_base64(string_member(file, "sample").value_or(""), entry.sample))
       return std::unexpected("\"sample\" of " + *path + " is not base64");

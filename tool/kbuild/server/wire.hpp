@@ -38,7 +38,8 @@ std::string folder_path(std::string path);
 bool is_safe_repo_path(std::string_view path);
 /// A branch or tag name that cannot be mistaken for something else: is_valid_ref_name, and not a 40-
 /// or 64-hex id (any case), not HEAD (any case) or another of git's special refs (FETCH_HEAD,
-/// ORIG_HEAD, MERGE_HEAD, ...), and not starting with "refs/".
+/// ORIG_HEAD, MERGE_HEAD, ...), not starting with "refs/", and without a percent-escape of '.', '/'
+/// or '\\' ("%2e%2e" would become ".." wherever it is decoded once more).
 bool is_unambiguous_ref_name(std::string_view name);
 /// "refs/pr/N" with N a positive decimal number without leading zeros; N in `number`.
 bool parse_pull_request_ref(std::string_view revision, std::int64_t& number);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kbuild/server/object_ids.hpp"
+#include "kbuild/server/path_rules.hpp"
 #include "kbuild/server/wire.hpp"
 #include "kbuild/server/wire_json.hpp"
 #include "kbuild/util/result.hpp"
@@ -153,6 +154,8 @@ Parsed<void> parse_operation(const std::string& key, LineJson& line, Json& value
   if (!path) return std::unexpected(out.where + ": \"path\" (string) is required");
   out.path = key == "deletedFolder" ? folder_path(*path) : *path;
   if (!is_safe_repo_path(out.path)) return std::unexpected(out.where + ": invalid path \"" + *path + "\"");
+  if (auto problem = path_problem(out.path))
+    return std::unexpected(out.where + ": path \"" + *path + "\" cannot be stored: " + *problem);
   if (key == "file") {
     out.kind = CommitLineKind::file;
     return parse_file(line, value, text, out);
