@@ -299,6 +299,28 @@ def test_start_sweeps_stale_temporary_files(tmp_path):
     assert "removed 3 stale temporary file(s) and upload folder(s), 1124 bytes" in stderr, stderr
 
 
+def peak_rss_mb(process):
+    with open(f"/proc/{process.pid}/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) / 1024
+
+
+def test_deep_json_is_refused_before_it_is_parsed_and_memory_stays_bounded(server):
+    token = server.tokens["alice"]
+    assert api(server, "POST", "/api/repos/create", {"name": "shape"}, token)[0] == 200
+    before = peak_rss_mb(server.process)
+    # 16 MiB of "[" anonymously (the first round measured 1,250 MB peak for this), then a commit line
+    # of 48 MiB of "[" with a token (3.7 GB before).
+    status, _, body = request(server, "POST", "/api/models/alice/shape/paths-info/main", b"[" * (16 << 20))
+    assert status == 400 and b"nested deeper than 64" in body, body[:300]
+    commit = ndjson(header()) + b"[" * (48 << 20) + b"\n"
+    status, _, body = request(server, "POST", "/api/models/alice/shape/commit/main", commit, token,
+                              "application/x-ndjson")
+    assert status == 400 and b"commit line 2: JSON nested deeper than 64" in body, body[:300]
+    after = peak_rss_mb(server.process)
+    print(f"server peak RSS {before:.0f} MB before, {after:.0f} MB after")
+    assert after < before + 200, (before, after)
+
+
 def test_the_root_is_the_owners_only_whatever_the_umask(tmp_path):
     root = tmp_path / "private-root"
     token = add_token(root, "alice")

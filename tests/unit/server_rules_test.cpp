@@ -13,6 +13,7 @@
 #include "kbuild/server/listener.hpp"
 #include "kbuild/server/path_rules.hpp"
 #include "kbuild/server/wire.hpp"
+#include "kbuild/server/wire_json.hpp"
 #include "unit/server_fixtures.hpp"
 
 using namespace kbuild;
@@ -141,6 +142,34 @@ TEST_F(RouterTest, CommitsRefuseNamesAClonesFileSystemWouldRefuseOrConflate) {
   auto preupload = call("POST", repo + "/preupload/main", R"({"files":[{"path":"CON.txt","size":1,"sample":""}]})");
   EXPECT_EQ(preupload.status, 400);
   EXPECT_EQ(commit(repo, ndjson({header_line("five"), file_line("ok/b.txt", "x")})).status, 200);
+}
+
+TEST(ServerWire, JsonShapeIsBoundedBeforeParsing) {
+  using wire_json::json_shape_problem;
+  EXPECT_FALSE(json_shape_problem(R"({"paths": ["a", "b"], "x": [[[[1]]]], "s": "[[[[[[,,,,"})"));
+  EXPECT_FALSE(json_shape_problem(std::string(64, '[') + std::string(64, ']')));
+  auto deep = json_shape_problem(std::string(65, '['));
+  ASSERT_TRUE(deep);
+  EXPECT_NE(deep->find("deeper than 64"), std::string::npos);
+  std::string many = "[" + std::string(wire_json::k_max_json_values, ',') + "]";
+  EXPECT_NE(json_shape_problem(many).value_or("").find("more than 1000000 values"), std::string::npos);
+  EXPECT_FALSE(json_shape_problem("\"" + std::string(2'000'000, ',') + "\""));  // inside a string: no values
+}
+
+TEST_F(RouterTest, DeepOrHugeJsonIsRefusedBeforeItIsParsed) {
+  create("m");
+  const std::string repo = "/api/models/alice/m";
+  net::HttpRequest paths;  // anonymous, as JSON
+  paths.method = "POST";
+  paths.url = repo + "/paths-info/main";
+  paths.body = std::string(1 << 20, '[');
+  paths.headers.set("Content-Type", "application/json");
+  auto deep = router->handle(paths);
+  EXPECT_EQ(deep.status, 400);
+  EXPECT_NE(json(deep)["error"].get<std::string>().find("deeper than 64"), std::string::npos);
+  auto line = commit(repo, ndjson({header_line("x")}) + std::string(1 << 20, '[') + "\n");
+  EXPECT_EQ(line.status, 400);
+  EXPECT_NE(json(line)["error"].get<std::string>().find("commit line 2: JSON nested deeper"), std::string::npos);
 }
 
 TEST(StoreRules, WildmatchAndGitAttributes) {
