@@ -11,9 +11,7 @@
 #include "kbuild/server/file_io.hpp"
 #include "kbuild/server/guard.hpp"
 #include "kbuild/server/listener.hpp"
-#include "kbuild/server/path_rules.hpp"
 #include "kbuild/server/wire.hpp"
-#include "kbuild/server/wire_json.hpp"
 #include "unit/server_fixtures.hpp"
 
 using namespace kbuild;
@@ -84,92 +82,6 @@ TEST(StoreNames, PathsAndRefNames) {
     EXPECT_FALSE(is_valid_ref_name(bad)) << bad;
   EXPECT_TRUE(is_commit_oid(std::string(40, 'a')));
   EXPECT_FALSE(is_commit_oid(std::string(40, 'A')));
-}
-
-TEST(PathRules, WhatGitOrACloneWouldRefuseOrConflate) {
-  for (const char* good : {"a.txt", "build/torch-cpu/_ops.py", "caf\xc3\xa9.txt", "a b/c", ".gitattributes", "x.git",
-                           "console.txt", "com10", "\xe6\x97\xa5\xe6\x9c\xac.md"})
-    EXPECT_FALSE(path_problem(good)) << good << ": " << *path_problem(good);
-  for (const char* bad : {".GIT/config",
-                          "a/.Git/x",
-                          ".git./x",
-                          ".git /x",
-                          "GIT~1/x",
-                          ".g\xe2\x80\x8cit/x",
-                          "cafe\xcc\x81.txt",  // NFD
-                          "abc\xe2\x80\xaetxt.exe",
-                          "zero\xe2\x80\x8bwidth",  // U+202E, U+200B
-                          "CON",
-                          "con.txt",
-                          "sub/Nul.json",
-                          "LPT1",
-                          "com3.py",
-                          "a./b",
-                          "b ",
-                          "a:b",
-                          "q?",
-                          "x\x01y",
-                          "\xff\xfe"}) {
-    auto problem = path_problem(bad);
-    EXPECT_TRUE(problem) << bad;
-  }
-  EXPECT_NE(path_problem("cafe\xcc\x81.txt")->find("NFC"), std::string::npos);
-  EXPECT_NE(path_problem("a\xe2\x80\xae"
-                         "b")
-                ->find("U+202E"),
-            std::string::npos);
-  EXPECT_EQ(case_fold("README.md"), case_fold("readme.MD"));
-  EXPECT_EQ(case_collision({"a.txt", "b.txt"}), std::nullopt);
-  EXPECT_EQ(case_collision({"A.txt", "b", "a.txt"}), (std::pair<std::string, std::string>{"A.txt", "a.txt"}));
-  EXPECT_EQ(case_collision({"Docs/x", "docs/y"}), (std::pair<std::string, std::string>{"Docs", "docs"}));
-  EXPECT_EQ(case_collision({"docs/x", "docs/y", "docs"}), std::nullopt);  // the same folder (a D/F clash is elsewhere)
-  EXPECT_TRUE(case_collision({"STRASSE",
-                              "stra\xc3\x9f"
-                              "e"}));  // full Unicode folding: ß is ss
-}
-
-TEST_F(RouterTest, CommitsRefuseNamesAClonesFileSystemWouldRefuseOrConflate) {
-  create("m");
-  const std::string repo = "/api/models/alice/m";
-  ASSERT_EQ(commit(repo, ndjson({header_line("one"), file_line("A.txt", "a")})).status, 200);
-  auto twin = commit(repo, ndjson({header_line("two"), file_line("a.txt", "b")}));
-  EXPECT_EQ(twin.status, 400);
-  EXPECT_NE(json(twin)["error"].get<std::string>().find("A.txt and a.txt differ only in case"), std::string::npos);
-  auto dotgit = commit(repo, ndjson({header_line("three"), file_line(".GIT/config", "x")}));
-  EXPECT_EQ(dotgit.status, 400);
-  EXPECT_NE(json(dotgit)["error"].get<std::string>().find(".git as some file systems read it"), std::string::npos);
-  EXPECT_EQ(commit(repo, ndjson({header_line("four"), file_line("cafe\xcc\x81", "x")})).status, 400);
-  auto preupload = call("POST", repo + "/preupload/main", R"({"files":[{"path":"CON.txt","size":1,"sample":""}]})");
-  EXPECT_EQ(preupload.status, 400);
-  EXPECT_EQ(commit(repo, ndjson({header_line("five"), file_line("ok/b.txt", "x")})).status, 200);
-}
-
-TEST(ServerWire, JsonShapeIsBoundedBeforeParsing) {
-  using wire_json::json_shape_problem;
-  EXPECT_FALSE(json_shape_problem(R"({"paths": ["a", "b"], "x": [[[[1]]]], "s": "[[[[[[,,,,"})"));
-  EXPECT_FALSE(json_shape_problem(std::string(64, '[') + std::string(64, ']')));
-  auto deep = json_shape_problem(std::string(65, '['));
-  ASSERT_TRUE(deep);
-  EXPECT_NE(deep->find("deeper than 64"), std::string::npos);
-  std::string many = "[" + std::string(wire_json::k_max_json_values, ',') + "]";
-  EXPECT_NE(json_shape_problem(many).value_or("").find("more than 1000000 values"), std::string::npos);
-  EXPECT_FALSE(json_shape_problem("\"" + std::string(2'000'000, ',') + "\""));  // inside a string: no values
-}
-
-TEST_F(RouterTest, DeepOrHugeJsonIsRefusedBeforeItIsParsed) {
-  create("m");
-  const std::string repo = "/api/models/alice/m";
-  net::HttpRequest paths;  // anonymous, as JSON
-  paths.method = "POST";
-  paths.url = repo + "/paths-info/main";
-  paths.body = std::string(1 << 20, '[');
-  paths.headers.set("Content-Type", "application/json");
-  auto deep = router->handle(paths);
-  EXPECT_EQ(deep.status, 400);
-  EXPECT_NE(json(deep)["error"].get<std::string>().find("deeper than 64"), std::string::npos);
-  auto line = commit(repo, ndjson({header_line("x")}) + std::string(1 << 20, '[') + "\n");
-  EXPECT_EQ(line.status, 400);
-  EXPECT_NE(json(line)["error"].get<std::string>().find("commit line 2: JSON nested deeper"), std::string::npos);
 }
 
 TEST(StoreRules, WildmatchAndGitAttributes) {
