@@ -267,6 +267,35 @@ def test_ambiguous_request_framing_is_refused(server):
     assert status == 404  # none of them created the repo
 
 
+def test_requests_on_a_kept_alive_connection_are_not_delayed(server):
+    import http.client
+    import statistics
+    connection = http.client.HTTPConnection(server.host, server.port, timeout=10)
+    times = []
+    for _ in range(20):
+        start = time.perf_counter()
+        connection.request("GET", "/api/organizations/none/overview")  # a small JSON answer (404)
+        response = connection.getresponse()
+        response.read()
+        times.append(time.perf_counter() - start)
+    connection.close()
+    # Nagle's algorithm held each answer's second write for the client's delayed ACK: ~44 ms each.
+    assert statistics.median(times) < 0.015, times
+
+
+def test_a_request_without_length_has_no_body_and_is_answered_at_once(server):
+    token = server.tokens["alice"].encode()
+    for head, expected in ((b"POST /api/repos/create", b"HTTP/1.1 400"),  # no body: no repo name
+                           (b"PUT /api/whoami-v2", b"HTTP/1.1 405"),      # a GET route
+                           (b"POST /api/validate-yaml", b"HTTP/1.1 ")):
+        start = time.monotonic()
+        answer = raw(server, head + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer " +
+                     token + b"\r\n\r\n", wait=8)
+        elapsed = time.monotonic() - start
+        assert answer.startswith(expected), (head, answer[:200])
+        assert elapsed < 1.0, (head, elapsed)  # was the 10 s read timeout
+
+
 # ---------------------------------------------------------------------------------------------
 # One server per port and per root; temporary files
 

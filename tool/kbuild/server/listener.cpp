@@ -1,6 +1,9 @@
 // With connection.cpp, the only translation units that include cpp-httplib.
 #include "kbuild/server/listener.hpp"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
 #include <fcntl.h>
 #include <httplib.h>
 #include <signal.h>
@@ -276,6 +279,10 @@ ConnectionLimits connection_limits(const Limits& limits) {
 void exclusive_socket_options(socket_t sock) {
   int yes = 1;
   ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  // Answers go out in two writes (head, body): with Nagle's algorithm the second waits for the
+  // client's delayed ACK, about 40 ms per request on a kept-alive connection. Accepted sockets
+  // inherit the option from the listening one.
+  ::setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
 }
 
 }  // namespace
@@ -285,6 +292,11 @@ void Listener::Impl::install_hooks() {
   // Checks before the body is read; the answer closes the connection (the body stays unread).
   server->set_pre_routing_handler([self](const httplib::Request& in, httplib::Response& out) {
     auto problem = request_problem(in);
+    // A request with neither Content-Length nor Transfer-Encoding has no body (RFC 9112, 6.3);
+    // cpp-httplib would read a POST's or PUT's body until the connection closes or times out (10 s
+    // for a 400). Saying so lets it read nothing, and the router answers at once.
+    if (!problem && !in.has_header("Content-Length") && !in.has_header("Transfer-Encoding"))
+      const_cast<httplib::Request&>(in).set_header("Content-Length", "0");
     if (!problem) return httplib::Server::HandlerResponse::Unhandled;
     send_error(out, 400, "BadRequest", *problem, in.method == "HEAD");
     self->write_log(in, out.status, 0);
