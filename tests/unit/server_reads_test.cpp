@@ -123,6 +123,18 @@ TEST_F(RouterTest, OrganizationCountsLeavePrivateReposToThoseWhoMaySeeThem) {
   EXPECT_EQ(kernels(k_alice), 2);  // a member, who may read the private one
 }
 
+TEST_F(RouterTest, RepoIdsAreCaseInsensitiveAndKeepTheirSpelling) {
+  create("MyKernel");
+  auto info = call("GET", "/api/models/ALICE/mykernel");
+  ASSERT_EQ(info.status, 200) << info.body;
+  EXPECT_EQ(json(info)["id"], "alice/MyKernel");
+  auto twin = call("POST", "/api/repos/create", R"({"name":"mykernel"})");
+  EXPECT_EQ(twin.status, 409);
+  EXPECT_NE(json(twin)["url"].get<std::string>().find("alice/MyKernel"), std::string::npos);
+  EXPECT_EQ(call("DELETE", "/api/repos/delete", R"({"name":"MYKERNEL","type":"model"})").status, 200);
+  EXPECT_EQ(call("GET", "/api/models/alice/MyKernel").status, 404);
+}
+
 TEST_F(RouterTest, OrganizationsXetAndMiscellaneous) {
   auto org = json(call("GET", "/api/organizations/org/overview", "", ""));
   EXPECT_EQ(org["trustedKernelPublisher"], true);

@@ -73,6 +73,8 @@ Outcome<Reply> serve(Handlers& handlers, const Route& route, Match& match) {
       }
       break;
   }
+  // Ids are case-insensitive (Store::find_repo): handlers name the repo as it was created.
+  if (match.has_id && match.repo.key != 0) match.id = match.repo.id;
   return (handlers.*route.handler)(match);
 }
 

@@ -69,6 +69,9 @@ Outcome<Reply> Handlers::create_repo(const Match&) {
   KB_TRY_ASSIGN(auto repo, lift(m_store.create_repo(id, request.is_private, initial)));
   std::string url = repo_url(id);
   if (!repo) {
+    // It exists, perhaps spelled in another case (ids are case-insensitive): the URL is the existing one's.
+    KB_TRY_ASSIGN(auto existing, lift(m_store.find_repo(id)));
+    if (existing) url = repo_url(existing->id);
     Failure conflict{409, "Conflict", "You already created this " + std::string(repo_type_name(id.type)) + " repo", {}};
     Reply reply = error_reply(conflict, m_c.head);
     // Python's create_repo(exist_ok=True) still reads "url" from the 409 body (§3.1).

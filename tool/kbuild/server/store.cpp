@@ -106,20 +106,26 @@ Result<void> Store::init_schema() { return db::init_schema(m_db, m_root / "hub.s
 
 Result<std::optional<Repo>> Store::find_repo(const RepoId& id) {
   std::lock_guard lock(m_mutex);
+  // Repo ids are case-insensitive, as on the Hub (names are ASCII: NOCASE is exact); the repo keeps
+  // the spelling it was created with.
   KB_TRY_ASSIGN(auto stmt, Statement::prepare(m_db,
-                                              "SELECT key, private, object_id, created_ms FROM repos "
-                                              "WHERE type = ?1 AND namespace = ?2 AND name = ?3"));
+                                              "SELECT key, private, object_id, created_ms, namespace, name FROM repos "
+                                              "WHERE type = ?1 AND namespace = ?2 COLLATE NOCASE AND "
+                                              "name = ?3 COLLATE NOCASE"));
   stmt.bind(1, repo_type_name(id.type)).bind(2, id.ns).bind(3, id.name);
   KB_TRY_ASSIGN(bool row, stmt.step());
   if (!row) return std::optional<Repo>();
-  return std::optional<Repo>(Repo{stmt.integer(0), id, stmt.integer(1) != 0, stmt.text(2), stmt.integer(3)});
+  RepoId stored{id.type, stmt.text(4), stmt.text(5)};
+  return std::optional<Repo>(Repo{stmt.integer(0), stored, stmt.integer(1) != 0, stmt.text(2), stmt.integer(3)});
 }
 
 Result<std::optional<Repo>> Store::create_repo(const RepoId& id, bool is_private, const CommitRequest& initial) {
   std::lock_guard lock(m_mutex);
   KB_TRY_ASSIGN(auto tx, Transaction::begin(m_db));
   KB_TRY_ASSIGN(auto existing,
-                Statement::prepare(m_db, "SELECT 1 FROM repos WHERE type = ?1 AND namespace = ?2 AND name = ?3"));
+                Statement::prepare(m_db,
+                                   "SELECT 1 FROM repos WHERE type = ?1 AND namespace = ?2 COLLATE NOCASE "
+                                   "AND name = ?3 COLLATE NOCASE"));
   existing.bind(1, repo_type_name(id.type)).bind(2, id.ns).bind(3, id.name);
   KB_TRY_ASSIGN(bool exists, existing.step());
   if (exists) return std::optional<Repo>();
@@ -143,8 +149,9 @@ Result<std::optional<Repo>> Store::create_repo(const RepoId& id, bool is_private
 
 Result<bool> Store::delete_repo(const RepoId& id) {
   std::lock_guard lock(m_mutex);
-  KB_TRY_ASSIGN(auto stmt,
-                Statement::prepare(m_db, "DELETE FROM repos WHERE type = ?1 AND namespace = ?2 AND name = ?3"));
+  KB_TRY_ASSIGN(auto stmt, Statement::prepare(m_db,
+                                              "DELETE FROM repos WHERE type = ?1 AND namespace = ?2 COLLATE NOCASE "
+                                              "AND name = ?3 COLLATE NOCASE"));
   stmt.bind(1, repo_type_name(id.type)).bind(2, id.ns).bind(3, id.name);
   KB_TRY(stmt.run());
   return db::changes(m_db) > 0;
