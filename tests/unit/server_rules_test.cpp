@@ -150,7 +150,7 @@ read = "token"
 max-lfs-object = 1000
 multipart-chunk = 100
 [[tokens]]
-token = "hf_abcdefgh"
+token = "hf_abcdefgh0123456789"
 user = "alice"
 namespaces = ["org"]
 [[organizations]]
@@ -163,16 +163,17 @@ trusted-kernel-publisher = true
   EXPECT_EQ(config->limits.max_lfs_object, 1000u);
   EXPECT_EQ(config->limits.multipart_chunk, 100u);
   EXPECT_EQ(config->limits.max_commit_body, 256u << 20);
-  ASSERT_NE(config->find_token("hf_abcdefgh"), nullptr);
+  ASSERT_NE(config->find_token("hf_abcdefgh0123456789"), nullptr);
   EXPECT_EQ(config->find_token("hf_abcdefgX"), nullptr);
-  EXPECT_TRUE(config->find_token("hf_abcdefgh")->may_write("org"));
+  EXPECT_TRUE(config->find_token("hf_abcdefgh0123456789")->may_write("org"));
   EXPECT_TRUE(config->find_organization("org")->trusted_kernel_publisher);
   EXPECT_FALSE(config->find_organization("alice"));
 }
 
 TEST(ServerConfig, UnknownKeysAreErrorsWithLocations) {
   auto config = parse_config(
-      "[server]\nread = \"public\"\nreed = 1\n\n[[tokens]]\ntoken = \"hf_abcdefgh\"\nuser = \"a\"\nrole = \"x\"\n",
+      "[server]\nread = \"public\"\nreed = 1\n\n[[tokens]]\ntoken = \"hf_abcdefgh0123456789\"\nuser = \"a\"\nrole = "
+      "\"x\"\n",
       "config.toml");
   ASSERT_FALSE(config);
   EXPECT_NE(config.error().message.find("config.toml:3:1: unknown key \"reed\" in [server] (did you mean \"read\"?)"),
@@ -183,6 +184,9 @@ TEST(ServerConfig, UnknownKeysAreErrorsWithLocations) {
   EXPECT_FALSE(parse_config("[server]\nread = \"everyone\"\n", "c"));
   EXPECT_FALSE(parse_config("[limits]\nmultipart-chunk = -1\n", "c"));
   EXPECT_FALSE(parse_config("[[tokens]]\nuser = \"a\"\n", "c"));
+  auto short_token = parse_config("[[tokens]]\ntoken = \"hf_12345678\"\nuser = \"a\"\n", "c");  // guessable
+  ASSERT_FALSE(short_token);
+  EXPECT_NE(short_token.error().message.find("20-256 printable"), std::string::npos);
   EXPECT_FALSE(parse_config("x = [", "c"));
 }
 

@@ -134,7 +134,7 @@ class ConfigReader {
 };
 
 bool is_valid_token_text(std::string_view token) {
-  if (token.size() < 8 || token.size() > 256) return false;
+  if (token.size() < 20 || token.size() > 256) return false;
   return std::all_of(token.begin(), token.end(), [](char c) { return c > ' ' && c < 0x7f; });
 }
 
@@ -195,7 +195,9 @@ void read_tokens(ConfigReader& reader, const toml::table& root, Config& config) 
     auto token = reader.string(*table, "token", "[[tokens]]", true);
     auto user = reader.string(*table, "user", "[[tokens]]", true);
     if (token && !is_valid_token_text(*token))
-      reader.error(table->get("token")->source(), "a token must be 8-256 printable ASCII characters without spaces");
+      reader.error(table->get("token")->source(),
+                   "a token must be 20-256 printable ASCII characters without spaces (guessable otherwise; kbuild hub "
+                   "token makes 37)");
     else if (token && !seen_tokens.insert(*token).second)
       reader.error(table->get("token")->source(), "this token is listed twice");
     if (user && !is_valid_namespace(*user))

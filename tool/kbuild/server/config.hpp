@@ -21,7 +21,7 @@
 //   max-header-bytes = 65536         # request line and headers together
 //
 //   [[tokens]]                       # one per access token; `kbuild hub token` appends these
-//   token = "hf_..."                 # required, unique, 8-256 printable ASCII characters, no spaces
+//   token = "hf_..."                 # required, unique, 20-256 printable ASCII characters, no spaces
 //   user = "alice"                   # required; the name whoami-v2 reports
 //   namespaces = ["kernels-community"]  # optional; namespaces the token may write besides `user`
 //
