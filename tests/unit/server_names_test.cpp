@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "kbuild/server/guard.hpp"
 #include "kbuild/server/path_rules.hpp"
 #include "kbuild/server/wire_json.hpp"
 #include "unit/server_fixtures.hpp"
@@ -95,4 +96,40 @@ TEST_F(RouterTest, CommitsRefuseNamesAClonesFileSystemWouldRefuseOrConflate) {
   auto preupload = call("POST", repo + "/preupload/main", R"({"files":[{"path":"CON.txt","size":1,"sample":""}]})");
   EXPECT_EQ(preupload.status, 400);
   EXPECT_EQ(commit(repo, ndjson({header_line("five"), file_line("ok/b.txt", "x")})).status, 200);
+}
+
+TEST(ServerGuard, TokenFailuresAreLimitedPerAddressAndWindow) {
+  TokenFailureLimiter limiter(3, 60'000, 2);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(limiter.retry_after_ms("a", 1000), 0);
+    limiter.failed("a", 1000);
+  }
+  EXPECT_EQ(limiter.retry_after_ms("a", 1000), 60'000);
+  EXPECT_EQ(limiter.retry_after_ms("a", 31'000), 30'000);
+  EXPECT_EQ(limiter.retry_after_ms("b", 31'000), 0);  // another address
+  EXPECT_EQ(limiter.retry_after_ms("a", 61'000), 0);  // the window ended
+  limiter.failed("a", 61'000);
+  EXPECT_EQ(limiter.retry_after_ms("a", 61'000), 0);  // a new window with one failure
+  limiter.failed("b", 62'000);
+  limiter.failed("c", 63'000);  // full (2): the oldest window ("a") goes
+  for (int i = 0; i < 3; ++i) limiter.failed("c", 63'000);
+  EXPECT_GT(limiter.retry_after_ms("c", 63'000), 0);
+}
+
+TEST_F(RouterTest, GuessingTokensFromOneAddressIsRefusedForAMinute) {
+  auto attempt = [&](const std::string& client, const std::string& token) {
+    net::HttpRequest request;
+    request.method = "GET";
+    request.url = "/api/whoami-v2";
+    request.client = client;
+    request.headers.set("Authorization", "Bearer " + token);
+    return router->handle(request);
+  };
+  for (int i = 0; i < 20; ++i) ASSERT_EQ(attempt("10.0.0.1", "hf_guess_" + std::to_string(i)).status, 401);
+  auto refused = attempt("10.0.0.1", "hf_guess_21");
+  EXPECT_EQ(refused.status, 429);
+  EXPECT_FALSE(header(refused, "Retry-After").empty());
+  EXPECT_EQ(attempt("10.0.0.1", k_alice).status, 429);  // even a right token, until the minute ends
+  EXPECT_EQ(attempt("10.0.0.2", "hf_guess_x").status, 401);
+  EXPECT_EQ(attempt("10.0.0.2", k_alice).status, 200);
 }

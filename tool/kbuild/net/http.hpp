@@ -37,6 +37,8 @@ struct HttpRequest {
   std::uint64_t body_offset = 0;
   std::optional<std::uint64_t> body_length;
   double timeout_seconds = 0;  ///< 0: none
+  /// For the registry: the client's address as the listener saw it (empty where unknown, e.g. tests).
+  std::string client;
   /// When set, a 2xx response body is written to this file (created or truncated) instead of
   /// HttpResponse::body; other responses still fill `body`.
   std::optional<std::filesystem::path> response_file;

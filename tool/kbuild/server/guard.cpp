@@ -96,6 +96,30 @@ std::size_t ClientLimiter::active(const std::string& address) const {
 
 // ---------------------------------------------------------------------------------------------
 
+std::int64_t TokenFailureLimiter::retry_after_ms(const std::string& address, std::int64_t now_ms) const {
+  std::lock_guard lock(m_mutex);
+  auto it = m_windows.find(address);
+  if (it == m_windows.end() || it->second.failures < m_allowed) return 0;
+  return std::max<std::int64_t>(0, it->second.start_ms + m_window_ms - now_ms);
+}
+
+void TokenFailureLimiter::failed(const std::string& address, std::int64_t now_ms) {
+  std::lock_guard lock(m_mutex);
+  auto it = m_windows.find(address);
+  if (it == m_windows.end()) {
+    if (m_windows.size() >= m_max_clients) {
+      std::erase_if(m_windows, [&](const auto& entry) { return entry.second.start_ms + m_window_ms <= now_ms; });
+      while (m_windows.size() >= m_max_clients)
+        m_windows.erase(std::min_element(m_windows.begin(), m_windows.end(), [](const auto& a, const auto& b) {
+          return a.second.start_ms < b.second.start_ms;
+        }));
+    }
+    it = m_windows.emplace(address, Window{now_ms, 0}).first;
+  }
+  if (it->second.start_ms + m_window_ms <= now_ms) it->second = Window{now_ms, 0};
+  ++it->second.failures;
+}
+
 std::optional<std::string> framing_problem(std::string_view method, const std::vector<std::string>& content_lengths,
                                            bool transfer_encoding, std::string_view content_type) {
   if (content_lengths.size() > 1) return "duplicate Content-Length headers";

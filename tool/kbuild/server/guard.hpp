@@ -73,6 +73,31 @@ class ClientLimiter {
   std::map<std::string, std::size_t> m_active;
 };
 
+/// Counts invalid tokens per client address over a fixed window, so that tokens cannot be guessed at
+/// thousands per second: past `allowed` failures in `window_ms`, the address is refused (429) until
+/// its window ends. Addresses whose window ended are forgotten; at most `max_clients` are tracked (when
+/// full, the oldest windows go first). Thread-safe.
+class TokenFailureLimiter {
+ public:
+  TokenFailureLimiter(std::size_t allowed, std::int64_t window_ms, std::size_t max_clients = 4096)
+      : m_allowed(allowed), m_window_ms(window_ms), m_max_clients(max_clients) {}
+  /// Milliseconds until `address` may try again (0: it may now).
+  std::int64_t retry_after_ms(const std::string& address, std::int64_t now_ms) const;
+  /// Records one invalid token from `address`.
+  void failed(const std::string& address, std::int64_t now_ms);
+
+ private:
+  struct Window {
+    std::int64_t start_ms = 0;
+    std::size_t failures = 0;
+  };
+  std::size_t m_allowed;
+  std::int64_t m_window_ms;
+  std::size_t m_max_clients;
+  mutable std::mutex m_mutex;
+  std::map<std::string, Window> m_windows;
+};
+
 /// Why a request must be refused (400) before its body is read, or nullopt: framings that proxies and
 /// servers may read differently (several Content-Length headers, Content-Length with
 /// Transfer-Encoding, a length that is not plain digits), a body on GET or HEAD, and

@@ -239,6 +239,7 @@ struct Listener::Impl {
     net::HttpRequest request;
     request.method = in.method;
     request.url = in.target;
+    request.client = in.remote_addr;
     for (const auto& [name, value] : in.headers)
       if (name != "REMOTE_ADDR" && name != "REMOTE_PORT" && name != "LOCAL_ADDR" && name != "LOCAL_PORT")
         request.headers.set(name, value);

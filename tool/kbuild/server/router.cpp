@@ -140,9 +140,21 @@ Reply Router::dispatch(Context& c) {
   c.config = config();
   // Upload URLs carry their own one-time token; an Authorization header there is ignored.
   if (auto header = c.request.headers.get("authorization"); header && !is_upload_path(c.segments)) {
+    // Guessing tokens: after 20 wrong ones in a minute an address waits for the minute to end (the
+    // check comes before the lookup, so a right token sent meanwhile is refused too).
+    if (auto wait_ms = m_token_failures.retry_after_ms(c.request.client, c.now); wait_ms > 0) {
+      std::string seconds = std::to_string((wait_ms + 999) / 1000);
+      return fail_with({429,
+                        "TooManyRequests",
+                        "too many invalid tokens from this address; retry in " + seconds + " s",
+                        {{"Retry-After", seconds}}});
+    }
     auto token = bearer_token(*header);
     c.token = token ? c.config->find_token(*token) : nullptr;
-    if (!c.token) return fail_with({401, "Unauthorized", "Invalid credentials in Authorization header", {}});
+    if (!c.token) {
+      m_token_failures.failed(c.request.client, c.now);
+      return fail_with({401, "Unauthorized", "Invalid credentials in Authorization header", {}});
+    }
   }
   RouteLookup found = find_route(c.segments, c.method);
   if (!found.route && found.other_method)

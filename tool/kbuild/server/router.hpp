@@ -133,6 +133,7 @@
 
 #include "kbuild/net/http.hpp"
 #include "kbuild/server/config.hpp"
+#include "kbuild/server/guard.hpp"
 #include "kbuild/server/store.hpp"
 
 namespace kbuild::server {
@@ -197,6 +198,8 @@ class Router {
   mutable std::mutex m_config_mutex;
   mutable std::shared_ptr<const Config> m_config;
   mutable std::tuple<std::int64_t, std::uint64_t, std::uint64_t> m_config_stamp{};  ///< mtime, size, inode
+  /// 20 invalid tokens per client address and minute, then 429 until the minute ends.
+  TokenFailureLimiter m_token_failures{20, 60'000};
 };
 
 }  // namespace kbuild::server
