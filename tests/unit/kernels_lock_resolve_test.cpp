@@ -173,7 +173,7 @@ TEST(LockResolver, ResolvesEachKindOfSpec) {
   EXPECT_NE(no_tag.error().message.find("no branch or tag \"v9.9.9\""), std::string::npos);
 }
 
-TEST(LockResolver, TrustIsCheckedBeforeAnythingIsRead) {
+TEST(LockResolver, TrustIsCheckedBeforeAnyFileIsReadAndAfterTheRepoIsFound) {
   FakeIndex index = sample_index();
   index.repos["other/k"] = index.repos["org/k"];
   auto untrusted = resolve_lock({requirement("other/k", MajorSpec{1})}, {}, {}, index);
@@ -181,10 +181,28 @@ TEST(LockResolver, TrustIsCheckedBeforeAnythingIsRead) {
   EXPECT_NE(untrusted.error().message.find("not from a trusted publisher"), std::string::npos);
   EXPECT_NE(untrusted.error().hint.find("--trust other"), std::string::npos);
   EXPECT_NE(untrusted.error().hint.find("kbuild hub org other --trusted"), std::string::npos);
-  EXPECT_EQ(index.calls, std::vector<std::string>{"trust other"});
+  // Its versions were listed (no file of it was read): a repo that does not exist is "not found",
+  // not "untrusted", whose hint (--trust) would only lead there.
+  EXPECT_EQ(index.calls, (std::vector<std::string>{"refs other/k", "trust other"}));
   LockOptions options;
   options.trusted = {"other/k"};
   EXPECT_TRUE(resolve_lock({requirement("other/k", MajorSpec{1})}, {}, options, index));
+  auto missing = resolve_lock({requirement("nobody/k", MajorSpec{1})}, {}, {}, index);
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().message.find("trusted"), std::string::npos) << missing.error().message;
+}
+
+TEST(LockResolver, CommitsAreLowercaseAndAVersionWithoutBuildIsRefused) {
+  FakeIndex index = sample_index();
+  std::string upper = commit_id('A');
+  auto pinned = resolve_lock({requirement("org/k", RevisionSpec{upper})}, {}, {}, index);
+  ASSERT_TRUE(pinned) << pinned.error().message;
+  EXPECT_EQ(pinned->dependencies[0].entry.commit, commit_id('a'));  // as kernels writes it
+  index.repos["org/k"].refs.branches["v4"] = commit_id('4');        // a branch without build/
+  index.repos["org/k"].files[commit_id('4')] = {};
+  auto empty = resolve_lock({requirement("org/k", MajorSpec{4})}, {}, {}, index);
+  ASSERT_FALSE(empty);
+  EXPECT_NE(empty.error().message.find("holds no build variant"), std::string::npos) << empty.error().message;
 }
 
 TEST(LockResolver, FollowsKernelDependenciesAndRefusesCycles) {

@@ -87,6 +87,23 @@ TEST(Metadata, RejectsIncompleteFiles) {
   EXPECT_FALSE(Metadata::parse("not json"));
 }
 
+TEST(Metadata, RefusesWhatTheKernelsPackageRefuses) {
+  auto with = [](const std::string& version, const std::string& depends, bool license = true) {
+    return R"({"name":"k","id":"_k_cpu_x","version":)" + version + (license ? R"(,"license":"MIT")" : "") +
+           R"(,"python-depends":[],"kernel-depends":)" + depends + R"(,"backend":{"type":"cpu"}})";
+  };
+  EXPECT_TRUE(Metadata::parse(with("1", R"([{"repo-id":"org/a","version":2},{"repo-id":"org/b","revision":"r"}])")));
+  auto float_version = Metadata::parse(with("1.0", "[]"));
+  ASSERT_FALSE(float_version);
+  EXPECT_NE(float_version.error().message.find("non-negative integer, not 1.0"), std::string::npos);
+  EXPECT_FALSE(Metadata::parse(with("-1", "[]")));
+  EXPECT_FALSE(Metadata::parse(with("1", "[]", false)));  // license is required
+  auto unknown = Metadata::parse(with("1", R"([{"repo-id":"org/a","version":2,"branch":"x"}])"));
+  ASSERT_FALSE(unknown);
+  EXPECT_NE(unknown.error().message.find("unknown key \"branch\""), std::string::npos);
+  EXPECT_FALSE(Metadata::parse(with("1", R"([{"repo-id":"org/a","version":2.0}])")));
+}
+
 TEST(Templates, RenderSubstitutesAndRejectsUnknownVariables) {
   auto text = render("from . import @OPS_NAME@\nx = \"@OPS_NAME@::op\" # a@b.c", {{"OPS_NAME", "_k_cpu_1"}});
   ASSERT_TRUE(text);

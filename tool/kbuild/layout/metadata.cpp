@@ -49,8 +49,12 @@ Result<Metadata> Metadata::parse(std::string_view text) {
     Metadata m;
     m.name = j.at("name");
     m.id = j.at("id");
-    m.version = j.at("version");
-    m.license = j.value("license", "");
+    // As the `kernels` package reads it (kernels-data's Metadata): version an unsigned integer (1.0
+    // is refused), license required, kernel-depends entries with repo-id and one of version/revision only.
+    if (!j.at("version").is_number_unsigned())
+      return fail("invalid metadata.json: \"version\" must be a non-negative integer, not " + j["version"].dump());
+    m.version = j["version"];
+    m.license = j.at("license").get<std::string>();
     if (j.contains("upstream")) m.upstream = j["upstream"];
     if (j.contains("source")) m.source = j["source"];
     m.python_depends = j.at("python-depends").get<std::vector<std::string>>();
@@ -61,7 +65,13 @@ Result<Metadata> Metadata::parse(std::string_view text) {
     if (j.contains("kernel-depends")) {
       for (const auto& dep : j["kernel-depends"]) {
         config::KernelDependency d;
+        for (const auto& [key, value] : dep.items())
+          if (key != "repo-id" && key != "version" && key != "revision")
+            return fail("invalid kernel-depends entry in metadata.json (unknown key \"" + key + "\"): " + dep.dump());
         d.repo_id = dep.at("repo-id").get<std::string>();
+        if (dep.contains("version") && !dep["version"].is_number_unsigned())
+          return fail("invalid kernel-depends entry in metadata.json (version must be a non-negative integer): " +
+                      dep.dump());
         if (dep.contains("version")) d.version = dep["version"].get<std::int64_t>();
         if (dep.contains("revision")) d.revision = dep["revision"].get<std::string>();
         if (d.version.has_value() == d.revision.has_value() || (d.version && *d.version < 0))

@@ -59,8 +59,10 @@ class Resolver {
       }
       if (best) return lock_dependency(best->second, requested, "pyproject.toml");
     }
-    KB_TRY(check_trust(repo));
+    // Refs first: a repository that does not exist is "not found", not "untrusted" (whose hint,
+    // --trust, would only lead to "not found").
     KB_TRY_ASSIGN(const hub::Refs* refs, refs_of(repo));
+    KB_TRY(check_trust(repo));
     auto majors = version_branches(*refs);
     std::optional<Release> chosen;
     std::vector<std::string> releases, unpublished;
@@ -131,7 +133,11 @@ class Resolver {
         kept = true;
         return std::pair(it->second, std::string("kernels.lock"));
       }
-    if (!dep.is_major() && is_commit_id(dep.revision())) return std::pair(dep.revision(), std::string("commit"));
+    if (!dep.is_major() && is_commit_id(dep.revision())) {  // kernels writes commit ids in lowercase
+      std::string commit = dep.revision();
+      std::transform(commit.begin(), commit.end(), commit.begin(), [](unsigned char c) { return std::tolower(c); });
+      return std::pair(commit, std::string("commit"));
+    }
     KB_TRY_ASSIGN(const hub::Refs* refs, refs_of(dep.repo_id));
     if (dep.is_major()) {
       std::string branch = "v" + std::to_string(dep.major());
@@ -173,9 +179,9 @@ class Resolver {
       return fail(resolution_error("cyclic kernel dependency: " + util::join(path, " -> "),
                                    "a kernel cannot depend on itself, directly or through others"));
     }
-    KB_TRY(check_trust(dep.repo_id));
     bool kept = false;
-    KB_TRY_ASSIGN(auto resolved, commit_of(dep, kept));
+    KB_TRY_ASSIGN(auto resolved, commit_of(dep, kept));  // before trust: a missing repo is "not found"
+    KB_TRY(check_trust(dep.repo_id));
     auto [commit, source] = resolved;
     progress("locking " + dep.str() + " at " + commit.substr(0, 12) + " (" + source + ")");
     m_stack.push_back(dep);
@@ -205,6 +211,11 @@ class Resolver {
       }
     }
     m_stack.pop_back();
+    if (variants.empty())
+      return fail(resolution_error(dep.repo_id + "@" + commit.substr(0, 12) + " (" + source +
+                                       ") holds no build variant (no build/<variant>/ directory)",
+                                   "the kernels loader would find nothing to load there; lock a version that was "
+                                   "published with its build/ (kbuild publish)"));
     ResolvedDependency out;
     out.entry = {dep, commit};
     out.requested = requested;
