@@ -176,6 +176,27 @@ def test_upload_urls_fail_alike_without_their_token(server):
             assert existing[1]["x-error-message"] == missing[1]["x-error-message"]
 
 
+def test_no_body_is_read_before_the_request_is_authorised(server):
+    alice, bob = server.tokens["alice"], server.tokens["bob"]
+    assert api(server, "POST", "/api/repos/create", {"name": "authfirst"}, alice)[0] == 200
+    cases = [  # headers announcing a huge body, then only its first bytes
+        (b"PUT /lfs/upload/" + b"e" * 64 + b"?token=bogus", None, 1 << 30, b"404"),
+        (b"POST /api/models/alice/authfirst/commit/main", None, 200 << 20, b"401"),
+        (b"POST /api/models/alice/authfirst/commit/main", "hf_not_a_token_0123456789", 200 << 20, b"401"),
+        (b"POST /api/models/alice/authfirst/commit/main", bob, 200 << 20, b"403"),
+    ]
+    for head, token, length, status in cases:
+        auth = b"Authorization: Bearer " + token.encode() + b"\r\n" if token else b""
+        start = time.monotonic()
+        answer = raw(server, head + b" HTTP/1.1\r\nHost: x\r\n" + auth + b"Content-Type: application/x-ndjson\r\n"
+                     b"Content-Length: " + str(length).encode() + b"\r\n\r\n" + b"x" * 65536, wait=8)
+        elapsed = time.monotonic() - start
+        assert answer.startswith(b"HTTP/1.1 " + status), (head, answer[:300])
+        assert b"connection: close" in answer.split(b"\r\n\r\n")[0].lower(), answer[:300]
+        assert elapsed < 1.0, (head, elapsed)  # not waiting for (or spooling) the announced body
+    assert list((server.root / "tmp").iterdir()) == []  # nothing spooled
+
+
 # ---------------------------------------------------------------------------------------------
 # Slow, lying and greedy clients
 

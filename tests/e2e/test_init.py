@@ -172,3 +172,32 @@ extern "C" const char* dl_user_probe() {
     versions = {line.split()[-1]: line.split()[-2] for line in symbols.splitlines() if line.split()[-1:] and
                 line.split()[-1] in ("dlopen", "dlsym", "dlclose", "dlerror")}
     assert versions == dict.fromkeys(["dlopen", "dlsym", "dlclose", "dlerror"], "(GLIBC_2.2.5)"), symbols
+
+
+def test_the_owner_comes_from_the_hub_token_and_a_silent_hub_costs_seconds(tmp_path):
+    import socket
+    import time
+
+    from conftest import hub_server
+    root = tmp_path / "hub"
+    root.mkdir()
+    (root / "config.toml").write_text('[[tokens]]\ntoken = "hf_init_owner_token_0123456789"\nuser = "alice"\n')
+    env = dict(os.environ, HF_HOME=str(tmp_path / "hf-home"), HF_TOKEN="hf_init_owner_token_0123456789")
+    with hub_server(root) as url:
+        result = run_kbuild("init", "owned", cwd=tmp_path, env=dict(env, HF_ENDPOINT=url))
+    assert 'repo-id = "alice/owned"' in (tmp_path / "owned" / "build.toml").read_text()
+    assert "alice/owned (the owner of your Hub token" in result.stdout
+    # A Hub that accepts the connection and never answers: the placeholder after the 3 s deadline.
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(4)
+        start = time.monotonic()
+        result = run_kbuild("init", "unowned", cwd=tmp_path,
+                            env=dict(env, HF_ENDPOINT=f"http://127.0.0.1:{silent.getsockname()[1]}"))
+        elapsed = time.monotonic() - start
+    assert 'repo-id = "your-org/unowned"' in (tmp_path / "unowned" / "build.toml").read_text()
+    assert "set the owner" in result.stdout and elapsed < 6, elapsed
+    # No token: no request at all, the placeholder.
+    no_token = {k: v for k, v in env.items() if k != "HF_TOKEN"}
+    run_kbuild("init", "anonymous", cwd=tmp_path, env=dict(no_token, HF_ENDPOINT="http://127.0.0.1:9"))
+    assert 'repo-id = "your-org/anonymous"' in (tmp_path / "anonymous" / "build.toml").read_text()

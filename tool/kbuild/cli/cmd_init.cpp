@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include "kbuild/cli/command.hpp"
+#include "kbuild/cli/hub_session.hpp"
 #include "kbuild/config/model.hpp"
 #include "kbuild/usecase/ci_workflow.hpp"
 #include "kbuild/usecase/init_project.hpp"
@@ -77,7 +78,11 @@ Result<ExitCode> run_init(const InitOptions& given, Services& services) {
   usecase::InitRequest request;
   request.name = options.name;
   request.target = absolute_dir(options.dir.empty() ? options.name : options.dir);
-  request.repo_id = options.repo_id;
+  // As kernel-builder does, the owner comes from the Hub token (whoami) when none was given.
+  std::string owner;
+  if (options.repo_id.empty())
+    if (auto name = token_owner_quickly(services)) owner = *name;
+  request.repo_id = owner.empty() ? options.repo_id : owner + "/" + options.name;
   request.license = options.license;
   request.backends = options.backends;
   request.git = !options.no_git;
@@ -90,7 +95,10 @@ Result<ExitCode> run_init(const InitOptions& given, Services& services) {
   std::string shown = options.dir.empty() ? options.name : options.dir;
   fmt::print("created {} ({} files{})\n\nnext:\n  kbuild build {}\n  kbuild test {}\n", request.target.string(),
              outcome.files.size(), git_note, shown, shown);
-  if (options.repo_id.empty())
+  if (!owner.empty())
+    fmt::print("\nthe Hub repository is {} (the owner of your Hub token; --repo-id OWNER/NAME for another)\n",
+               request.repo_id);
+  else if (options.repo_id.empty())
     fmt::print(
         "\nbefore publishing, set the owner in build.toml's [general.hub] repo-id (now your-org/{}),\n"
         "or create the project with --name OWNER/{}\n",
@@ -115,7 +123,9 @@ void register_init(CLI::App& app, CommandAction& action) {
   cmd->add_option("--name", options->name_option,
                   "Kernel name or OWNER/NAME (kernel-builder's spelling), the positional argument then being the "
                   "directory");
-  cmd->add_option("--repo-id", options->repo_id, "Hub repository for [general.hub] (default: your-org/NAME)");
+  cmd->add_option("--repo-id", options->repo_id,
+                  "Hub repository for [general.hub] (default: OWNER/NAME with the owner of the Hub token, asked with a "
+                  "3 s deadline; else your-org/NAME)");
   cmd->add_option("--license", options->license, "SPDX license of the kernel (general.license)")->capture_default_str();
   cmd->add_option("--backends", options->backends,
                   "Components to scaffold: cpu, cuda, both (cpu,cuda or cpu cuda, as kernel-builder writes it) or "

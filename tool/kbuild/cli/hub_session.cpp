@@ -38,6 +38,28 @@ HubSession open_hub(Services& services, const std::optional<std::string>& endpoi
   return session;
 }
 
+std::optional<std::string> token_owner_quickly(Services& services) {
+  auto env = services.env.all();
+  auto token = hub::resolve_token(env, services.fs);
+  if (!token) return std::nullopt;
+  util::log::add_secret(token->value);
+  hub::RetryPolicy quick;
+  quick.max_retries = 0;
+  quick.max_connect_retries = 0;
+  quick.max_timeout_retries = 0;
+  quick.request_timeout_seconds = 3;
+  hub::CurlTransport transport;
+  hub::HubClient client(transport, hub::resolve_endpoint(std::nullopt, env), token, quick, hub::HubClient::Sleeper{},
+                        [](const std::string& line) { util::log::debug(line); });
+  client.set_clock(services.clock);
+  auto name = client.whoami();
+  if (!name) {
+    util::log::debug("the token's owner is unknown: " + name.error().message);
+    return std::nullopt;
+  }
+  return *name;
+}
+
 Result<lock::SystemFacts> probe_system_facts(util::ProcessLauncher& launcher, const util::FileSystem& fs,
                                              const std::string& python) {
   toolchain::PythonHeaders headers;

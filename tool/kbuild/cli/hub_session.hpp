@@ -27,6 +27,11 @@ struct HubSession {
 /// would use, requests timed by the services' clock and logged at debug level (`verbose` turns it on).
 HubSession open_hub(Services& services, const std::optional<std::string>& endpoint, bool verbose);
 
+/// The Hub user the configured token belongs to, asked once with a short deadline (3 s, no retry),
+/// for commands that only use it as a default (`init`'s repository owner); nullopt without a token or
+/// when the Hub does not answer in time (no error: the caller keeps its placeholder).
+std::optional<std::string> token_owner_quickly(Services& services);
+
 /// What the `kernels` loader would see on this machine, from the Torch of `python`; an error (exit
 /// code 3) when that interpreter has no usable Torch.
 Result<lock::SystemFacts> probe_system_facts(util::ProcessLauncher& launcher, const util::FileSystem& fs,

@@ -190,11 +190,12 @@ class Handlers {
   /// The request body as a file inside the store's temp dir, for adopt_blob() or a part rename: the
   /// spooled body itself when it is one whole file, otherwise a copy; 413 above `limit`.
   Outcome<std::filesystem::path> body_as_temp_file(std::uint64_t limit);
+  /// The upload an /lfs/upload/ URL names by its token (which must be one for its oid; completed
+  /// uploads included, until they expire); 404 NotFound otherwise (routes_lfs.cpp). Also checked
+  /// before the body is read (Router::admit).
+  Outcome<PendingUpload> pending_upload(const Match& m);
 
  private:
-  /// The upload an /lfs/upload/ URL names by its token (which must be one for its oid; completed
-  /// uploads included, until they expire); 404 NotFound otherwise (routes_lfs.cpp).
-  Outcome<PendingUpload> pending_upload(const Match& m);
   /// Discussion `number` (decimal text) of the repo; 404 NotFound otherwise (routes_discussions.cpp).
   Outcome<Discussion> find_discussion(const Repo& repo, const std::string& number);
   /// One object's answer in an LFS batch of `repo` (routes_lfs.cpp).

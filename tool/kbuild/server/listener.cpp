@@ -246,6 +246,15 @@ struct Listener::Impl {
 
     fs::path spool;
     if (reader) {
+      // Who may send a body is decided before it is read: a 1 GiB PUT with a bogus upload token, or a
+      // commit without the right to write, is answered at once and the connection closed (the body
+      // stays unread, so it cannot be taken for a next request).
+      if (auto refused = router->admit(request)) {
+        refused->response.headers.set("Connection", "close");
+        auto bytes = send_reply(out, *refused, head);
+        write_log(in, out.status, bytes.value_or(0));
+        return;
+      }
       if (!collect_body(in, out, *reader, request, spool, head)) return;
     } else {
       request.body = in.body;

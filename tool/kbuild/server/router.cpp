@@ -49,11 +49,14 @@ Outcome<std::string> parse_target(Router::Context& c) {
   return std::string(raw_path);
 }
 
-/// Applies the route's access rule (routes.hpp: Access), then calls its handler.
-Outcome<Reply> serve(Handlers& handlers, const Route& route, Match& match) {
+/// Applies the route's access rule (routes.hpp: Access). With `check_upload`, an upload route's
+/// one-time token too (its handler checks it again when it runs).
+Outcome<void> check_access(Handlers& handlers, const Route& route, Match& match, bool check_upload) {
   switch (route.access) {
     case Access::none:
+      break;
     case Access::upload:
+      if (check_upload) KB_TRY(handlers.pending_upload(match));
       break;
     case Access::token:
       KB_TRY(handlers.require_token());
@@ -75,6 +78,12 @@ Outcome<Reply> serve(Handlers& handlers, const Route& route, Match& match) {
   }
   // Ids are case-insensitive (Store::find_repo): handlers name the repo as it was created.
   if (match.has_id && match.repo.key != 0) match.id = match.repo.id;
+  return {};
+}
+
+/// Applies the route's access rule, then calls its handler.
+Outcome<Reply> serve(Handlers& handlers, const Route& route, Match& match) {
+  KB_TRY(check_access(handlers, route, match, false));
   return (handlers.*route.handler)(match);
 }
 
@@ -132,30 +141,53 @@ Reply Router::route(const net::HttpRequest& request, bool body_is_spool) {
   }
 }
 
+std::optional<Reply> Router::admit(const net::HttpRequest& request) {
+  Context c(request, false);
+  c.method = request.method;
+  for (char& ch : c.method) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  c.head = c.method == "HEAD";
+  try {
+    auto refused = [&](const Failure& f) { return std::optional<Reply>(error_reply(f, c.head)); };
+    auto raw_path = parse_target(c);
+    if (!raw_path) return refused(raw_path.error());
+    if (auto failure = authenticate(c)) return refused(*failure);
+    RouteLookup found = find_route(c.segments, c.method);
+    if (!found.route) return std::nullopt;  // 404 or 405: answered after the body, as before
+    Handlers handlers(m_store, *c.config, m_options, c);
+    if (auto access = check_access(handlers, *found.route, found.match, true); !access) return refused(access.error());
+    return std::nullopt;
+  } catch (const std::exception&) {
+    return std::nullopt;  // route() will answer (and report) it
+  }
+}
+
+std::optional<Failure> Router::authenticate(Context& c) {
+  c.now = m_options.clock->unix_ms();
+  c.config = config();
+  // Upload URLs carry their own one-time token; an Authorization header there is ignored.
+  auto header = c.request.headers.get("authorization");
+  if (!header || is_upload_path(c.segments)) return std::nullopt;
+  // Guessing tokens: after 20 wrong ones in a minute an address waits for the minute to end (the
+  // check comes before the lookup, so a right token sent meanwhile is refused too).
+  if (auto wait_ms = m_token_failures.retry_after_ms(c.request.client, c.now); wait_ms > 0) {
+    std::string seconds = std::to_string((wait_ms + 999) / 1000);
+    return Failure{429,
+                   "TooManyRequests",
+                   "too many invalid tokens from this address; retry in " + seconds + " s",
+                   {{"Retry-After", seconds}}};
+  }
+  auto token = bearer_token(*header);
+  c.token = token ? c.config->find_token(*token) : nullptr;
+  if (c.token) return std::nullopt;
+  m_token_failures.failed(c.request.client, c.now);
+  return Failure{401, "Unauthorized", "Invalid credentials in Authorization header", {}};
+}
+
 Reply Router::dispatch(Context& c) {
   auto fail_with = [&](const Failure& f) { return error_reply(f, c.head); };
   auto raw_path = parse_target(c);
   if (!raw_path) return fail_with(raw_path.error());
-  c.now = m_options.clock->unix_ms();
-  c.config = config();
-  // Upload URLs carry their own one-time token; an Authorization header there is ignored.
-  if (auto header = c.request.headers.get("authorization"); header && !is_upload_path(c.segments)) {
-    // Guessing tokens: after 20 wrong ones in a minute an address waits for the minute to end (the
-    // check comes before the lookup, so a right token sent meanwhile is refused too).
-    if (auto wait_ms = m_token_failures.retry_after_ms(c.request.client, c.now); wait_ms > 0) {
-      std::string seconds = std::to_string((wait_ms + 999) / 1000);
-      return fail_with({429,
-                        "TooManyRequests",
-                        "too many invalid tokens from this address; retry in " + seconds + " s",
-                        {{"Retry-After", seconds}}});
-    }
-    auto token = bearer_token(*header);
-    c.token = token ? c.config->find_token(*token) : nullptr;
-    if (!c.token) {
-      m_token_failures.failed(c.request.client, c.now);
-      return fail_with({401, "Unauthorized", "Invalid credentials in Authorization header", {}});
-    }
-  }
+  if (auto failure = authenticate(c)) return fail_with(*failure);
   RouteLookup found = find_route(c.segments, c.method);
   if (!found.route && found.other_method)
     return fail_with({405, "MethodNotAllowed", "method " + c.method + " is not allowed here", {}});

@@ -171,6 +171,8 @@ struct Reply {
   std::optional<FileBody> file;
 };
 
+struct Failure;  // handlers.hpp
+
 class Router {
  public:
   Router(Store& store, Config config, RouterOptions options);
@@ -182,6 +184,11 @@ class Router {
   /// a temporary file inside store.temp_dir() that the router may move away (the caller removes it if
   /// it is still there afterwards); otherwise body_file is only read.
   Reply route(const net::HttpRequest& request, bool body_is_spool = false);
+  /// Before a body is read: the answer to a request that its headers already decide against (a
+  /// malformed target, a wrong or missing token, no right to write to the namespace or repo, an
+  /// unknown upload token), or nullopt when the body may be read and route() called. The caller
+  /// closes the connection after such an answer, leaving the body unread.
+  std::optional<Reply> admit(const net::HttpRequest& request);
 
   /// The configuration in force (reloaded from options.config_file when it changed).
   std::shared_ptr<const Config> config() const;
@@ -192,6 +199,9 @@ class Router {
 
  private:
   Reply dispatch(Context& context);
+  /// The Authorization header (not on upload URLs, which carry their own token): sets the context's
+  /// token, or the failure (401, or 429 for an address guessing tokens).
+  std::optional<Failure> authenticate(Context& context);
 
   Store& m_store;
   RouterOptions m_options;
