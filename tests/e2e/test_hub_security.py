@@ -197,6 +197,19 @@ def test_no_body_is_read_before_the_request_is_authorised(server):
     assert list((server.root / "tmp").iterdir()) == []  # nothing spooled
 
 
+def test_a_client_still_sending_a_refused_body_gets_the_answer_not_a_reset(server):
+    # Refused on its headers, the body is not stored, but what the client still sends is read and
+    # dropped for a moment before the connection closes: closing on unread data would reset it, and a
+    # client that sends its whole body before reading (as HTTP libraries do) would lose the 401.
+    body = b"x" * (8 << 20)
+    with socket.create_connection((server.host, server.port), timeout=10) as sock:
+        sock.sendall(b"POST /api/models/alice/nobody/commit/main HTTP/1.1\r\nHost: x\r\n"
+                     b"Content-Type: application/x-ndjson\r\nContent-Length: " + str(len(body)).encode() +
+                     b"\r\n\r\n" + body)
+        answer = sock.recv(65536)
+    assert answer.startswith(b"HTTP/1.1 401"), answer[:200]
+
+
 # ---------------------------------------------------------------------------------------------
 # Slow, lying and greedy clients
 
@@ -301,7 +314,7 @@ def test_requests_on_a_kept_alive_connection_are_not_delayed(server):
         times.append(time.perf_counter() - start)
     connection.close()
     # Nagle's algorithm held each answer's second write for the client's delayed ACK: ~44 ms each.
-    assert statistics.median(times) < 0.015, times
+    assert statistics.median(times) < 0.025, times  # margin for a loaded machine; Nagle's is ~40 ms
 
 
 def test_a_request_without_length_has_no_body_and_is_answered_at_once(server):

@@ -95,7 +95,8 @@ TEST(Metadata, RefusesWhatTheKernelsPackageRefuses) {
   EXPECT_TRUE(Metadata::parse(with("1", R"([{"repo-id":"org/a","version":2},{"repo-id":"org/b","revision":"r"}])")));
   auto float_version = Metadata::parse(with("1.0", "[]"));
   ASSERT_FALSE(float_version);
-  EXPECT_NE(float_version.error().message.find("non-negative integer, not 1.0"), std::string::npos);
+  EXPECT_NE(float_version.error().message.find("non-negative integer (at most 10^9), not 1.0"), std::string::npos);
+  EXPECT_FALSE(Metadata::parse(with("18446744073709551615", "[]")));
   EXPECT_FALSE(Metadata::parse(with("-1", "[]")));
   EXPECT_FALSE(Metadata::parse(with("1", "[]", false)));  // license is required
   auto unknown = Metadata::parse(with("1", R"([{"repo-id":"org/a","version":2,"branch":"x"}])"));

@@ -1,5 +1,7 @@
 #include "kbuild/cli/hub_session.hpp"
 
+#include "kbuild/net/names.hpp"
+
 #include <fmt/core.h>
 
 #include <cstdlib>
@@ -40,6 +42,8 @@ HubSession open_hub(Services& services, const std::optional<std::string>& endpoi
 
 std::optional<std::string> token_owner_quickly(Services& services) {
   auto env = services.env.all();
+  auto offline = services.env.get("HF_HUB_OFFLINE");
+  if (offline && !offline->empty() && *offline != "0") return std::nullopt;
   auto token = hub::resolve_token(env, services.fs);
   if (!token) return std::nullopt;
   util::log::add_secret(token->value);
@@ -53,8 +57,9 @@ std::optional<std::string> token_owner_quickly(Services& services) {
                         [](const std::string& line) { util::log::debug(line); });
   client.set_clock(services.clock);
   auto name = client.whoami();
-  if (!name) {
-    util::log::debug("the token's owner is unknown: " + name.error().message);
+  if (!name || !net::is_valid_namespace(*name)) {
+    util::log::debug("the token's owner is unknown: " +
+                     (name ? "\"" + *name + "\" is no namespace" : name.error().message));
     return std::nullopt;
   }
   return *name;

@@ -28,8 +28,9 @@ struct HubSession {
 HubSession open_hub(Services& services, const std::optional<std::string>& endpoint, bool verbose);
 
 /// The Hub user the configured token belongs to, asked once with a short deadline (3 s, no retry),
-/// for commands that only use it as a default (`init`'s repository owner); nullopt without a token or
-/// when the Hub does not answer in time (no error: the caller keeps its placeholder).
+/// for commands that only use it as a default (`init`'s repository owner); nullopt without a token,
+/// with HF_HUB_OFFLINE set, when the Hub does not answer in time or names no valid namespace (no
+/// error: the caller keeps its placeholder).
 std::optional<std::string> token_owner_quickly(Services& services);
 
 /// What the `kernels` loader would see on this machine, from the Torch of `python`; an error (exit

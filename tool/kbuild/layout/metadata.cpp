@@ -51,8 +51,9 @@ Result<Metadata> Metadata::parse(std::string_view text) {
     m.id = j.at("id");
     // As the `kernels` package reads it (kernels-data's Metadata): version an unsigned integer (1.0
     // is refused), license required, kernel-depends entries with repo-id and one of version/revision only.
-    if (!j.at("version").is_number_unsigned())
-      return fail("invalid metadata.json: \"version\" must be a non-negative integer, not " + j["version"].dump());
+    if (!j.at("version").is_number_unsigned() || j["version"].get<std::uint64_t>() > 1'000'000'000)
+      return fail("invalid metadata.json: \"version\" must be a non-negative integer (at most 10^9), not " +
+                  j["version"].dump());
     m.version = j["version"];
     m.license = j.at("license").get<std::string>();
     if (j.contains("upstream")) m.upstream = j["upstream"];

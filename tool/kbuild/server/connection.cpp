@@ -158,6 +158,29 @@ void GuardedServer::refuse(socket_t sock) {
   }
 }
 
+namespace {
+
+/// Ends our side and reads what the client still sends, for at most a second or 16 MiB: a client
+/// that is still writing a refused body then gets the answer instead of a connection reset.
+void drain_briefly(socket_t sock) {
+  ::shutdown(sock, SHUT_WR);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  std::size_t left = 16u << 20;
+  char buffer[65536];
+  while (left > 0) {
+    auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) break;
+    pollfd readable{sock, POLLIN, 0};
+    int wait_ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count());
+    if (::poll(&readable, 1, std::max(wait_ms, 1)) <= 0) break;
+    ssize_t n = ::recv(sock, buffer, sizeof buffer, 0);
+    if (n <= 0) break;
+    left -= std::min<std::size_t>(left, static_cast<std::size_t>(n));
+  }
+}
+
+}  // namespace
+
 bool GuardedServer::process_and_close_socket(socket_t sock) {
   std::string address;
   int port = 0;
@@ -179,6 +202,7 @@ bool GuardedServer::process_and_close_socket(socket_t sock) {
       if (!ret || closed || state.close_after_response || stream.broken()) break;
     }
     t_current = nullptr;
+    if (state.drain_before_close) drain_briefly(sock);
     m_clients.release(address);
   }
   ::shutdown(sock, SHUT_RDWR);

@@ -30,6 +30,10 @@ struct ConnectionState {
   bool header_limit_exceeded = false;  ///< the request's headers were too many or too long
   bool read_timed_out = false;         ///< the request did not arrive in time
   bool close_after_response = false;   ///< the answer says "Connection: close"
+  /// The answer went out before the request's body was read (Router::admit): before closing, the
+  /// connection is half-closed and what the client still sends is read and dropped for a moment, so
+  /// that closing with unread data does not reset the connection and lose the answer.
+  bool drain_before_close = false;
 };
 
 class GuardedServer : public httplib::Server {

@@ -141,7 +141,8 @@ Outcome<Repo> Handlers::find_visible(const RepoId& id) {
   if (!is_valid_namespace(id.ns) || !is_valid_repo_name(id.name)) return missing;
   KB_TRY_ASSIGN(auto repo, lift(m_store.find_repo(id)));
   if (!repo) return missing;
-  if (repo->is_private && !(m_c.token && m_c.token->may_write(id.ns))) return missing;
+  // Rights follow the repo's own spelling: ids are found case-insensitively (Store::find_repo).
+  if (repo->is_private && !(m_c.token && m_c.token->may_write(repo->id.ns))) return missing;
   return std::move(*repo);
 }
 
@@ -152,7 +153,9 @@ Outcome<Repo> Handlers::read_repo(const RepoId& id) {
 
 Outcome<Repo> Handlers::write_repo(const RepoId& id) {
   KB_TRY(require_write(id.ns));
-  return find_visible(id);
+  KB_TRY_ASSIGN(Repo repo, find_visible(id));
+  if (repo.id.ns != id.ns) KB_TRY(require_write(repo.id.ns));  // found under another spelling
+  return repo;
 }
 
 // ---------------------------------------------------------------------------------------------

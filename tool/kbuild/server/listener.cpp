@@ -251,6 +251,7 @@ struct Listener::Impl {
       // stays unread, so it cannot be taken for a next request).
       if (auto refused = router->admit(request)) {
         refused->response.headers.set("Connection", "close");
+        if (ConnectionState* state = GuardedServer::current()) state->drain_before_close = true;
         auto bytes = send_reply(out, *refused, head);
         write_log(in, out.status, bytes.value_or(0));
         return;

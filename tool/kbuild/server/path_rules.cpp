@@ -83,8 +83,10 @@ std::optional<std::string> path_problem(std::string_view path) {
 
 std::string case_fold(std::string_view path) {
   size_t length = 0;
+  // Lowercase mapping, not full case folding: NTFS and APFS treat "A" and "a" as one name, but not
+  // "ß" and "ss" (full folding would refuse such pairs although no file system merges them).
   uint8_t* folded =
-      u8_casefold(reinterpret_cast<const uint8_t*>(path.data()), path.size(), nullptr, UNINORM_NFC, nullptr, &length);
+      u8_tolower(reinterpret_cast<const uint8_t*>(path.data()), path.size(), nullptr, UNINORM_NFC, nullptr, &length);
   if (!folded) return ascii_lower(path);
   std::string out(reinterpret_cast<const char*>(folded), length);
   std::free(folded);

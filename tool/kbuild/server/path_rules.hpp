@@ -20,8 +20,8 @@ namespace kbuild::server {
 /// `<>:"|?*` or a control character.
 std::optional<std::string> path_problem(std::string_view path);
 
-/// The case-folded form of a path (Unicode full case folding): two paths of one tree with the same
-/// fold are one file on case-insensitive file systems (macOS, Windows).
+/// The lowercase form of a path (Unicode lowercase mapping, NFC): two paths of one tree with the same
+/// form are one file on case-insensitive file systems (macOS, Windows).
 std::string case_fold(std::string_view path);
 
 /// The first pair of `paths` that differ but fold to the same (case_fold), or nullopt.

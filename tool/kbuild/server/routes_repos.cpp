@@ -88,8 +88,8 @@ Outcome<Reply> Handlers::create_repo(const Match&) {
 Outcome<Reply> Handlers::delete_repo(const Match&) {
   KB_TRY_ASSIGN(std::string text, body(m_config.limits.max_json_body));
   KB_TRY_ASSIGN(RepoId id, parsed(parse_delete_repo(text, m_c.token->user)));
-  KB_TRY(write_repo(id));
-  KB_TRY(lift(m_store.delete_repo(id)));
+  KB_TRY_ASSIGN(Repo repo, write_repo(id));
+  KB_TRY(lift(m_store.delete_repo(repo.key)));
   return text_reply("OK", m_c.head);
 }
 

@@ -111,7 +111,10 @@ Result<std::optional<Repo>> Store::find_repo(const RepoId& id) {
   KB_TRY_ASSIGN(auto stmt, Statement::prepare(m_db,
                                               "SELECT key, private, object_id, created_ms, namespace, name FROM repos "
                                               "WHERE type = ?1 AND namespace = ?2 COLLATE NOCASE AND "
-                                              "name = ?3 COLLATE NOCASE"));
+                                              "name = ?3 COLLATE NOCASE "
+                                              // registries from before this rule may hold case twins: the
+                                              // exact spelling wins
+                                              "ORDER BY (namespace = ?2 AND name = ?3) DESC LIMIT 1"));
   stmt.bind(1, repo_type_name(id.type)).bind(2, id.ns).bind(3, id.name);
   KB_TRY_ASSIGN(bool row, stmt.step());
   if (!row) return std::optional<Repo>();
@@ -147,12 +150,10 @@ Result<std::optional<Repo>> Store::create_repo(const RepoId& id, bool is_private
   return std::optional<Repo>(std::move(repo));
 }
 
-Result<bool> Store::delete_repo(const RepoId& id) {
+Result<bool> Store::delete_repo(std::int64_t key) {
   std::lock_guard lock(m_mutex);
-  KB_TRY_ASSIGN(auto stmt, Statement::prepare(m_db,
-                                              "DELETE FROM repos WHERE type = ?1 AND namespace = ?2 COLLATE NOCASE "
-                                              "AND name = ?3 COLLATE NOCASE"));
-  stmt.bind(1, repo_type_name(id.type)).bind(2, id.ns).bind(3, id.name);
+  KB_TRY_ASSIGN(auto stmt, Statement::prepare(m_db, "DELETE FROM repos WHERE key = ?1"));
+  stmt.bind(1, key);
   KB_TRY(stmt.run());
   return db::changes(m_db) > 0;
 }

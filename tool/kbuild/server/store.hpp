@@ -198,7 +198,8 @@ class Store {
   /// when a repo with this id already exists.
   Result<std::optional<Repo>> create_repo(const RepoId& id, bool is_private, const CommitRequest& initial);
   /// Removes a repo with its commits and refs (blobs stay). False if it did not exist.
-  Result<bool> delete_repo(const RepoId& id);
+  /// Deletes the repo with this database key (Repo::key) and what belongs to it.
+  Result<bool> delete_repo(std::int64_t key);
   /// Number of repos per type in a namespace (for organisation overviews).
   /// Repos of `ns` by type; private ones only with `include_private` (a caller who may see them).
   Result<std::map<RepoType, std::int64_t>> count_repos(std::string_view ns, bool include_private);

@@ -155,7 +155,8 @@ Parsed<void> parse_operation(const std::string& key, LineJson& line, Json& value
   if (!path) return std::unexpected(out.where + ": \"path\" (string) is required");
   out.path = key == "deletedFolder" ? folder_path(*path) : *path;
   if (!is_safe_repo_path(out.path)) return std::unexpected(out.where + ": invalid path \"" + *path + "\"");
-  if (auto problem = path_problem(out.path))
+  // New names only: a file stored before these rules can still be deleted.
+  if (auto problem = key == "file" || key == "lfsFile" ? path_problem(out.path) : std::nullopt)
     return std::unexpected(out.where + ": path \"" + *path + "\" cannot be stored: " + *problem);
   if (key == "file") {
     out.kind = CommitLineKind::file;
