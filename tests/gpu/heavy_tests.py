@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import tomllib
 from pathlib import Path
 
 import torch
@@ -38,9 +39,8 @@ def main() -> int:
     every = int(sys.argv[sys.argv.index("--every") + 1]) if "--every" in sys.argv else 0
     tests = sys.argv[sys.argv.index("--tests") + 1] if "--tests" in sys.argv else "tests"
     variant = variant_for_this_torch(kernel)
-    build_toml = (kernel / "build.toml").read_text()
-    name = next(line.split("=")[1].strip().strip('"') for line in build_toml.splitlines() if line.startswith("name"))
-    python_name = name.replace("-", "_")
+    with open(kernel / "build.toml", "rb") as build_toml:
+        python_name = tomllib.load(build_toml)["general"]["name"].replace("-", "_")
     import_dir = Path(tempfile.mkdtemp())
     (import_dir / python_name).symlink_to(variant)
     env = dict(os.environ, PYTHONPATH=f"{import_dir}:{os.environ.get('PYTHONPATH', '')}", HF_HUB_OFFLINE="1")

@@ -4,14 +4,13 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <chrono>
 #include <cstdio>
 #include <limits>
 
-#include <sys/stat.h>
 #include "kbuild/cli/command.hpp"
-
 #include "kbuild/server/config.hpp"
 #include "kbuild/server/listener.hpp"
 #include "kbuild/server/router.hpp"

@@ -227,7 +227,7 @@ class Run {
 
   void record_timing(size_t index, const JobOutcome& outcome) {
     auto started = m_started_at.find(index);
-    if (started == m_started_at.end()) return;  // failed before it started (no runner slot)
+    if (started == m_started_at.end()) return;  // (every job passes start() first)
     const auto [start, lane] = started->second;
     m_started_at.erase(started);
     m_lane_busy[lane] = false;

@@ -70,12 +70,14 @@ Result<Metadata> Metadata::parse(std::string_view text) {
           if (key != "repo-id" && key != "version" && key != "revision")
             return fail("invalid kernel-depends entry in metadata.json (unknown key \"" + key + "\"): " + dep.dump());
         d.repo_id = dep.at("repo-id").get<std::string>();
-        if (dep.contains("version") && !dep["version"].is_number_unsigned())
-          return fail("invalid kernel-depends entry in metadata.json (version must be a non-negative integer): " +
-                      dep.dump());
-        if (dep.contains("version")) d.version = dep["version"].get<std::int64_t>();
+        if (dep.contains("version")) {
+          if (!dep["version"].is_number_unsigned())
+            return fail("invalid kernel-depends entry in metadata.json (version must be a non-negative integer): " +
+                        dep.dump());
+          d.version = dep["version"].get<std::int64_t>();
+        }
         if (dep.contains("revision")) d.revision = dep["revision"].get<std::string>();
-        if (d.version.has_value() == d.revision.has_value() || (d.version && *d.version < 0))
+        if (d.version.has_value() == d.revision.has_value())
           return fail("invalid kernel-depends entry in metadata.json: " + dep.dump());
         m.kernel_depends.push_back(std::move(d));
       }

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "kbuild/lock/version_spec.hpp"
+#include "kbuild/util/strings.hpp"
 
 namespace kbuild::lock {
 
@@ -94,9 +95,7 @@ Result<std::vector<LockEntry>> parse_lockfile(std::string_view text, const std::
     }
     if (!lock.contains("commit") || !lock["commit"].is_string() || !is_commit_id(lock["commit"].get<std::string>()))
       return fail(lock_error(file, where + ": lock.commit must be a full commit id (40 or 64 hex digits)"));
-    entry.commit = lock["commit"].get<std::string>();
-    std::transform(entry.commit.begin(), entry.commit.end(), entry.commit.begin(),
-                   [](unsigned char c) { return std::tolower(c); });
+    entry.commit = util::ascii_lowercase(lock["commit"].get<std::string>());
     if (!seen.insert(entry.dependency).second)
       return fail(lock_error(file, where + ": duplicate dependency " + entry.dependency.str()));
     entries.push_back(std::move(entry));

@@ -133,11 +133,8 @@ class Resolver {
         kept = true;
         return std::pair(it->second, std::string("kernels.lock"));
       }
-    if (!dep.is_major() && is_commit_id(dep.revision())) {  // kernels writes commit ids in lowercase
-      std::string commit = dep.revision();
-      std::transform(commit.begin(), commit.end(), commit.begin(), [](unsigned char c) { return std::tolower(c); });
-      return std::pair(commit, std::string("commit"));
-    }
+    if (!dep.is_major() && is_commit_id(dep.revision()))  // kernels writes commit ids in lowercase
+      return std::pair(util::ascii_lowercase(dep.revision()), std::string("commit"));
     KB_TRY_ASSIGN(const hub::Refs* refs, refs_of(dep.repo_id));
     if (dep.is_major()) {
       std::string branch = "v" + std::to_string(dep.major());

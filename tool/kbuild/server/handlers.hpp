@@ -21,6 +21,7 @@
 #include "kbuild/server/file_io.hpp"
 #include "kbuild/server/router.hpp"
 #include "kbuild/server/wire.hpp"
+#include "kbuild/util/strings.hpp"
 
 namespace kbuild::server {
 
@@ -81,7 +82,8 @@ Json lfs_json(const FileEntry& file, const char* hash_key);
 // One request
 
 struct Router::Context {
-  Context(const net::HttpRequest& r, bool spool) : request(r), body_is_spool(spool) {}
+  Context(const net::HttpRequest& r, bool spool)
+      : request(r), body_is_spool(spool), method(util::ascii_uppercase(r.method)), head(method == "HEAD") {}
 
   const net::HttpRequest& request;
   bool body_is_spool = false;

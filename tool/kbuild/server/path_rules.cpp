@@ -28,22 +28,15 @@ std::string code_point(ucs4_t c) {
   return text;
 }
 
-std::string ascii_lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return out;
-}
-
 /// `.git` as NTFS reads a component: trailing dots and spaces dropped, any case; or its 8.3 short name.
 bool is_dotgit_lookalike(std::string_view part) {
-  std::string lower = ascii_lower(part);
+  std::string lower = util::ascii_lowercase(part);
   while (!lower.empty() && (lower.back() == '.' || lower.back() == ' ')) lower.pop_back();
   return lower == ".git" || lower == "git~1";
 }
 
 bool is_windows_reserved(std::string_view part) {
-  std::string base = ascii_lower(part.substr(0, part.find('.')));
+  std::string base = util::ascii_lowercase(part.substr(0, part.find('.')));
   while (!base.empty() && base.back() == ' ') base.pop_back();
   if (base == "con" || base == "prn" || base == "aux" || base == "nul") return true;
   return base.size() == 4 && (base.starts_with("com") || base.starts_with("lpt")) && base[3] >= '0' && base[3] <= '9';
@@ -87,19 +80,22 @@ std::string case_fold(std::string_view path) {
   // "ß" and "ss" (full folding would refuse such pairs although no file system merges them).
   uint8_t* folded =
       u8_tolower(reinterpret_cast<const uint8_t*>(path.data()), path.size(), nullptr, UNINORM_NFC, nullptr, &length);
-  if (!folded) return ascii_lower(path);
+  if (!folded) return util::ascii_lowercase(path);
   std::string out(reinterpret_cast<const char*>(folded), length);
   std::free(folded);
   return out;
 }
 
 std::optional<std::pair<std::string, std::string>> case_collision(const std::vector<std::string>& paths) {
-  // Files and the folders they imply: "A/x" and "a/y" put two folders in one place too.
+  // Files and the folders they imply: "A/x" and "a/y" put two folders in one place too. Each path is
+  // folded once: lowercasing keeps every '/', so the folded path's prefixes are its folders' folds.
   std::map<std::string, std::string> seen;  // fold -> the name first seen with it
   for (const auto& path : paths) {
-    for (size_t end = path.find('/'); true; end = path.find('/', end + 1)) {
+    const std::string folded = case_fold(path);
+    for (size_t end = path.find('/'), folded_end = folded.find('/');;
+         end = path.find('/', end + 1), folded_end = folded.find('/', folded_end + 1)) {
       std::string name = path.substr(0, end);
-      auto [it, inserted] = seen.emplace(case_fold(name), name);
+      auto [it, inserted] = seen.emplace(folded.substr(0, folded_end), name);
       if (!inserted && it->second != name) return std::pair{it->second, name};
       if (end == std::string::npos) break;
     }

@@ -130,9 +130,6 @@ net::HttpResponse Router::handle(const net::HttpRequest& request) {
 
 Reply Router::route(const net::HttpRequest& request, bool body_is_spool) {
   Context context(request, body_is_spool);
-  context.method = request.method;
-  for (char& c : context.method) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  context.head = context.method == "HEAD";
   try {
     return dispatch(context);
   } catch (const std::exception& e) {
@@ -143,9 +140,6 @@ Reply Router::route(const net::HttpRequest& request, bool body_is_spool) {
 
 std::optional<Reply> Router::admit(const net::HttpRequest& request) {
   Context c(request, false);
-  c.method = request.method;
-  for (char& ch : c.method) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-  c.head = c.method == "HEAD";
   try {
     auto refused = [&](const Failure& f) { return std::optional<Reply>(error_reply(f, c.head)); };
     auto raw_path = parse_target(c);

@@ -30,15 +30,16 @@ Outcome<void> check_new_ref(Store& store, const Repo& repo, RefKind kind, const 
     return bad_request(std::string("ambiguous ") + what + " name \"" + name +
                        "\": names like a commit id (40 or 64 hex), HEAD, starting with refs/, or holding a "
                        "percent-escape of '.', '/' or '\\' are refused");
-  // git keeps refs as files: refs/heads/main and refs/heads/main/sub cannot both exist.
+  RefKind other = kind == RefKind::branch ? RefKind::tag : RefKind::branch;
   KB_TRY_ASSIGN(auto refs, lift(store.list_refs(repo.key)));
+  // git keeps refs as files: refs/heads/main and refs/heads/main/sub cannot both exist.
   for (const auto& ref : refs)
     if (ref.kind == kind && (ref.name.starts_with(name + "/") || name.starts_with(ref.name + "/")))
       return failure(409, "Conflict",
                      std::string("a ") + what + " named " + ref.name + " exists, and git cannot keep " + name +
                          " next to it (one would be a folder of the other); choose another name");
-  RefKind other = kind == RefKind::branch ? RefKind::tag : RefKind::branch;
-  KB_TRY_ASSIGN(auto existing, lift(store.find_ref(repo.key, other, name)));
+  bool existing =
+      std::any_of(refs.begin(), refs.end(), [&](const auto& ref) { return ref.kind == other && ref.name == name; });
   if (existing)
     return failure(409, "Conflict",
                    std::string("a ") + (other == RefKind::branch ? "branch" : "tag") + " named " + name +

@@ -18,11 +18,7 @@ using namespace wire_json;
 // ---------------------------------------------------------------------------------------------
 // Text, forms and headers
 
-std::string lowercase(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
+std::string lowercase(std::string_view text) { return util::ascii_lowercase(text); }
 
 namespace {
 // One form-encoded component: '+' is a space.
@@ -105,8 +101,7 @@ bool is_unambiguous_ref_name(std::string_view name) {
   if ((name.size() == 40 || name.size() == 64) &&
       std::all_of(name.begin(), name.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); }))
     return false;
-  std::string upper(name);
-  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  std::string upper = util::ascii_uppercase(name);
   for (const char* special : {"HEAD", "FETCH_HEAD", "ORIG_HEAD", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD",
                               "BISECT_HEAD", "AUTO_MERGE"})
     if (upper == special) return false;

@@ -25,7 +25,6 @@ class LineJson {
  public:
   /// Parses `line`, which must stay unchanged while strings are read through this object.
   static Parsed<LineJson> parse(const std::string& line) {
-    if (auto problem = json_shape_problem(line)) return std::unexpected(*problem);
     LineJson out;
     out.m_line = &line;
     out.find_long_strings();
@@ -180,8 +179,8 @@ Parsed<std::optional<CommitLine>> CommitParser::parse(std::string&& text) {
   ++m_line;
   CommitLine out;
   out.where = "commit line " + std::to_string(m_line);
+  if (auto problem = json_shape_problem(text)) return std::unexpected(out.where + ": " + *problem);
   auto parsed_line = LineJson::parse(text);
-  if (!parsed_line && parsed_line.error() != "not JSON") return std::unexpected(out.where + ": " + parsed_line.error());
   Json* value = parsed_line ? &parsed_line->root() : nullptr;
   auto key = parsed_line ? parsed_line->string(*value, "key") : std::nullopt;
   if (value) value = value->contains("value") ? &(*value)["value"] : nullptr;

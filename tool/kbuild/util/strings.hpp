@@ -12,6 +12,10 @@ namespace kbuild::util {
 std::vector<std::string> split(std::string_view text, char separator);
 std::string join(const std::vector<std::string>& parts, std::string_view separator);
 std::string_view trim(std::string_view text);
+/// `text` with A-Z turned into a-z (bytes outside ASCII unchanged).
+std::string ascii_lowercase(std::string_view text);
+/// `text` with a-z turned into A-Z.
+std::string ascii_uppercase(std::string_view text);
 /// Quotes one argument for a POSIX shell, only when needed ("-O2" stays as is, "a b" -> 'a b').
 std::string shell_quote(std::string_view arg);
 /// Renders argv as one copy-pasteable shell command line.
