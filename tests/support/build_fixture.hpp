@@ -11,7 +11,7 @@
 #include "kbuild/exec/reporter.hpp"
 #include "kbuild/usecase/build.hpp"
 #include "kbuild/util/interrupt.hpp"
-#include "support/fakes.hpp"
+#include "support/services_fixture.hpp"
 
 namespace kbuild::fakes {
 
@@ -36,30 +36,7 @@ depends = ["torch"]
 src = ["relu_cuda/relu.cu"]
 )";
 
-// Records what the executor and the build report, so tests can read warnings.
-class RecordingReporter final : public exec::Reporter {
- public:
-  std::vector<std::string> warnings;
-  std::vector<std::string> started;
-  void job_started(const plan::Job& job, size_t, size_t, bool cached) override {
-    started.push_back(job.id + (cached ? " (cached)" : ""));
-  }
-  void job_finished(const plan::Job&, const exec::JobOutcome&, size_t, size_t) override {}
-  void explain(const plan::Job&, const std::string&) override {}
-  void info(std::string_view) override {}
-  void warning(std::string_view message) override { warnings.emplace_back(message); }
-};
-
-struct BuildFixture : ::testing::Test {
-  fakes::MemFileSystem fs;
-  fakes::FakeLauncher launcher;
-  fakes::FakeCommandRunner runner{fs};
-  RecordingReporter reporter;
-  util::MapEnvironment env{{{"HOME", "/home/u"}, {"KBUILD_CACHE", "/cache"}}};
-  util::ManualClock clock;
-  util::SequenceRandom random;
-  usecase::BuildServices services{fs, launcher, runner, reporter, env, clock, random};
-
+struct BuildFixture : ServicesFixture {
   void SetUp() override {
     util::reset_interrupt_for_testing();
     fs.put("/k/build.toml", k_build_toml);

@@ -78,4 +78,33 @@ Result<void> RecordingActions::run(const plan::Job& job) {
   return {};
 }
 
+std::expected<net::HttpResponse, net::TransportError> FakeHttp::send(const net::HttpRequest& request) {
+  requests.push_back(request);
+  std::string url = request.url.substr(0, request.url.find('?'));
+  std::string key = request.method + " " + url;
+  if (auto exact = answers.find(key); exact != answers.end()) return exact->second;
+  const net::HttpResponse* best = nullptr;
+  size_t best_length = 0;
+  for (const auto& [pattern, response] : answers) {
+    if (pattern.empty() || pattern.back() != '*') continue;
+    std::string prefix = pattern.substr(0, pattern.size() - 1);
+    if (key.starts_with(prefix) && prefix.size() >= best_length) {
+      best = &response;
+      best_length = prefix.size();
+    }
+  }
+  if (best) return *best;
+  net::HttpResponse missing;
+  missing.status = 404;
+  missing.body = R"({"error": "not found"})";
+  return missing;
+}
+
+void FakeHttp::answer(const std::string& key, std::string body, int status) {
+  net::HttpResponse response;
+  response.status = status;
+  response.body = std::move(body);
+  answers[key] = std::move(response);
+}
+
 }  // namespace kbuild::fakes

@@ -1,5 +1,5 @@
 #pragma once
-// Data-driven fakes for the process seams.
+// Data-driven fakes for the seams of usecase::Services: processes, commands, HTTP, the reporter.
 
 #include <deque>
 #include <functional>
@@ -10,6 +10,8 @@
 
 #include "kbuild/exec/action_runner.hpp"
 #include "kbuild/exec/command_runner.hpp"
+#include "kbuild/exec/reporter.hpp"
+#include "kbuild/net/http.hpp"
 #include "kbuild/util/process.hpp"
 #include "support/mem_fs.hpp"
 
@@ -69,6 +71,47 @@ class RecordingActions final : public exec::ActionRunner {
 
  private:
   MemFileSystem& m_fs;
+};
+
+/// Answers HTTP requests from a table keyed by "METHOD URL" (the URL without its query), then by
+/// the longest "METHOD URL-prefix*" entry; anything else is a 404. Records every request.
+class FakeHttp final : public net::HttpTransport {
+ public:
+  std::map<std::string, net::HttpResponse> answers;
+  std::vector<net::HttpRequest> requests;
+  std::expected<net::HttpResponse, net::TransportError> send(const net::HttpRequest& request) override;
+  /// Shorthand: a JSON (or any) 200 answer for "METHOD URL".
+  void answer(const std::string& key, std::string body, int status = 200);
+};
+
+/// Records what a use case says: info lines, warnings, diagnostics, transfers; answers confirm()
+/// with `confirm_answer`, recording the questions.
+class RecordingReporter final : public exec::Reporter {
+ public:
+  std::vector<std::string> infos;
+  std::vector<std::string> warnings;
+  std::vector<std::string> started;  ///< job ids, " (cached)" appended when served from the cache
+  std::vector<config::Diagnostic> found;
+  std::vector<std::string> questions;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> transfers;
+  bool confirm_answer = false;
+  void job_started(const plan::Job& job, size_t, size_t, bool cached) override {
+    started.push_back(job.id + (cached ? " (cached)" : ""));
+  }
+  void job_finished(const plan::Job&, const exec::JobOutcome&, size_t, size_t) override {}
+  void explain(const plan::Job&, const std::string&) override {}
+  void info(std::string_view message) override { infos.emplace_back(message); }
+  void warning(std::string_view message) override { warnings.emplace_back(message); }
+  void diagnostics(const std::vector<config::Diagnostic>& all) override {
+    found.insert(found.end(), all.begin(), all.end());
+  }
+  void transfer(std::string_view, std::uint64_t done, std::uint64_t total) override {
+    transfers.emplace_back(done, total);
+  }
+  bool confirm(std::string_view question) override {
+    questions.emplace_back(question);
+    return confirm_answer;
+  }
 };
 
 }  // namespace kbuild::fakes

@@ -113,13 +113,10 @@ TEST_F(BuildFixture, TheCompileCacheServesAFreshCheckout) {
 
 TEST_F(BuildFixture, FailuresAndBadRequestsAreErrorsWithTheirExitCodes) {
   fs.put("/k/build.toml", std::string(k_build_toml) + "unknown = 1\n");
-  std::vector<config::Diagnostic> seen;
-  auto r = request();
-  r.diagnostics = [&](const std::vector<config::Diagnostic>& d) { seen = d; };
-  auto invalid = usecase::build(r, services);
+  auto invalid = usecase::build(request(), services);
   ASSERT_FALSE(invalid);
   EXPECT_EQ(invalid.error().code, ExitCode::usage);
-  EXPECT_FALSE(seen.empty());
+  EXPECT_FALSE(reporter.found.empty());        // the diagnostics went to the reporter
   EXPECT_FALSE(fs.stat("/k/.kbuild").exists);  // nothing written for an invalid build.toml
 
   fs.put("/k/build.toml", k_build_toml);

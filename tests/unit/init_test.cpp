@@ -1,4 +1,4 @@
-// `kbuild init` (usecase/init_project.hpp) through an in-memory filesystem and a scripted git.
+// `kbuild init` (usecase/init_project.hpp) through an in-memory filesystem, a scripted git and Hub.
 
 #include <gtest/gtest.h>
 
@@ -6,16 +6,13 @@
 
 #include "kbuild/usecase/init_project.hpp"
 #include "kbuild/usecase/kernel_source.hpp"
-#include "support/fakes.hpp"
+#include "support/services_fixture.hpp"
 
 using namespace kbuild;
 
 namespace {
 
-struct InitFixture : ::testing::Test {
-  fakes::MemFileSystem fs;
-  fakes::FakeLauncher launcher;
-
+struct InitFixture : fakes::ServicesFixture {
   void SetUp() override {
     launcher.answers["git init -q /p/my-relu"] = {0, "", ""};
     launcher.answers["git -C /p/my-relu add -A"] = {0, "", ""};
@@ -36,7 +33,7 @@ struct InitFixture : ::testing::Test {
 }  // namespace
 
 TEST_F(InitFixture, AProjectWithBothBackendsTheWorkflowAndGit) {
-  auto outcome = usecase::init_project(request(), fs, launcher);
+  auto outcome = usecase::init_project(request(), services);
   ASSERT_TRUE(outcome) << outcome.error().message;
   EXPECT_TRUE(wrote(*outcome, "build.toml"));
   EXPECT_TRUE(wrote(*outcome, "my_relu_cuda/my_relu.cu"));
@@ -53,7 +50,7 @@ TEST_F(InitFixture, AProjectWithBothBackendsTheWorkflowAndGit) {
 }
 
 TEST_F(InitFixture, OneBackendOnly) {
-  auto cpu = usecase::init_project(request({"cpu"}), fs, launcher);
+  auto cpu = usecase::init_project(request({"cpu"}), services);
   ASSERT_TRUE(cpu) << cpu.error().message;
   EXPECT_FALSE(fs.has("/p/my-relu/my_relu_cuda/my_relu.cu"));
   auto config = usecase::load_kernel(fs, "/p/my-relu", {});
@@ -63,7 +60,7 @@ TEST_F(InitFixture, OneBackendOnly) {
   EXPECT_NE(fs.content("/p/my-relu/tests/test_my_relu.py").find("for b in [\"cpu\"] if"), std::string::npos);
 
   fs.remove_all("/p/my-relu");
-  auto cuda = usecase::init_project(request({"cuda"}), fs, launcher);
+  auto cuda = usecase::init_project(request({"cuda"}), services);
   ASSERT_TRUE(cuda) << cuda.error().message;
   config = usecase::load_kernel(fs, "/p/my-relu", {});
   ASSERT_TRUE(config) << config.error().message;
@@ -74,7 +71,7 @@ TEST_F(InitFixture, OneBackendOnly) {
 
 TEST_F(InitFixture, AnExistingEmptyDirectoryIsFilledNotReplaced) {
   ASSERT_TRUE(fs.make_dirs("/p/my-relu"));  // e.g. `kbuild init . --name my-relu` in a new directory
-  auto outcome = usecase::init_project(request(), fs, launcher);
+  auto outcome = usecase::init_project(request(), services);
   ASSERT_TRUE(outcome) << outcome.error().message;
   EXPECT_TRUE(fs.has("/p/my-relu/build.toml"));
   auto siblings = fs.list_dir("/p");
@@ -84,18 +81,18 @@ TEST_F(InitFixture, AnExistingEmptyDirectoryIsFilledNotReplaced) {
 
 TEST_F(InitFixture, RefusalsWriteNothing) {
   for (auto bad : {request({"rocm"}), request({})}) {
-    auto refused = usecase::init_project(bad, fs, launcher);
+    auto refused = usecase::init_project(bad, services);
     ASSERT_FALSE(refused);
     EXPECT_EQ(refused.error().code, ExitCode::usage);
   }
   auto name = request();
   name.name = "My_Relu";
-  EXPECT_EQ(usecase::init_project(name, fs, launcher).error().code, ExitCode::usage);
+  EXPECT_EQ(usecase::init_project(name, services).error().code, ExitCode::usage);
   auto repo = request();
   repo.repo_id = "org/name\"\nx = 1";  // would be pasted into build.toml
-  EXPECT_EQ(usecase::init_project(repo, fs, launcher).error().code, ExitCode::usage);
+  EXPECT_EQ(usecase::init_project(repo, services).error().code, ExitCode::usage);
   fs.put("/p/my-relu/keep.txt", "mine");
-  auto occupied = usecase::init_project(request(), fs, launcher);
+  auto occupied = usecase::init_project(request(), services);
   ASSERT_FALSE(occupied);
   EXPECT_NE(occupied.error().message.find("not empty; nothing was written"), std::string::npos);
   EXPECT_EQ(fs.content("/p/my-relu/keep.txt"), "mine");
@@ -107,8 +104,40 @@ TEST_F(InitFixture, RefusalsWriteNothing) {
   auto plain = request();
   plain.git = false;
   plain.ci = false;
-  auto outcome = usecase::init_project(plain, fs, launcher);
+  auto outcome = usecase::init_project(plain, services);
   ASSERT_TRUE(outcome);
   EXPECT_FALSE(fs.has("/p/my-relu/.github/workflows/kbuild-my-relu.yml"));
   EXPECT_TRUE(launcher.ran.empty());
+}
+
+TEST_F(InitFixture, TheOwnerComesFromTheHubTokenWhenNoneIsGiven) {
+  http.answer("GET https://huggingface.co/api/whoami-v2", R"({"name": "alice", "type": "user"})");
+  auto without_token = usecase::init_project(request(), services);
+  ASSERT_TRUE(without_token) << without_token.error().message;
+  EXPECT_EQ(without_token->repo_id, "your-org/my-relu");  // no token: nobody is asked
+  EXPECT_TRUE(http.requests.empty());
+
+  fs.remove_all("/p/my-relu");
+  env.values["HF_TOKEN"] = "hf_0123456789abcdefghij";
+  auto owned = usecase::init_project(request(), services);
+  ASSERT_TRUE(owned) << owned.error().message;
+  EXPECT_EQ(owned->repo_id, "alice/my-relu");
+  EXPECT_TRUE(owned->owner_from_token);
+  EXPECT_NE(fs.content("/p/my-relu/build.toml").find("repo-id = \"alice/my-relu\""), std::string::npos);
+  ASSERT_EQ(http.requests.size(), 1u);
+  EXPECT_EQ(http.requests[0].headers.get("Authorization").value_or(""), "Bearer hf_0123456789abcdefghij");
+
+  fs.remove_all("/p/my-relu");
+  env.values["HF_HUB_OFFLINE"] = "1";
+  auto offline = usecase::init_project(request(), services);
+  ASSERT_TRUE(offline);
+  EXPECT_EQ(offline->repo_id, "your-org/my-relu");
+  EXPECT_EQ(http.requests.size(), 1u);  // offline: not asked
+
+  fs.remove_all("/p/my-relu");
+  env.values.erase("HF_HUB_OFFLINE");
+  http.answer("GET https://huggingface.co/api/whoami-v2", R"({"name": "../etc"})");  // no namespace
+  auto odd = usecase::init_project(request(), services);
+  ASSERT_TRUE(odd);
+  EXPECT_EQ(odd->repo_id, "your-org/my-relu");
 }

@@ -9,7 +9,7 @@
 #include "kbuild/plan/cuda_archs.hpp"
 #include "kbuild/toolchain/gpu.hpp"
 #include "kbuild/usecase/doctor.hpp"
-#include "support/fakes.hpp"
+#include "support/services_fixture.hpp"
 
 using namespace kbuild;
 
@@ -131,10 +131,10 @@ TEST(CacheUsage, EveryPartIsCountedAndPruningGoesLeastRecentlyUsedFirst) {
   EXPECT_FALSE(fs.has("/c/toolchains/torch-2.11.0-x/lib/libtorch.so"));
 }
 
-TEST(Doctor, ReportsWhatItFindsAndWhatToDo) {
-  fakes::MemFileSystem fs;
-  fakes::FakeLauncher launcher;
-  util::MapEnvironment env{{{"HOME", "/home/u"}, {"KBUILD_CACHE", "/cache"}, {"KBUILD_PYTHON", "/py/bin/python3"}}};
+using Doctor = fakes::ServicesFixture;
+
+TEST_F(Doctor, ReportsWhatItFindsAndWhatToDo) {
+  env.values["KBUILD_PYTHON"] = "/py/bin/python3";
   launcher.programs = {{"g++", "/usr/bin/g++"}, {"git", "/usr/bin/git"}};
   launcher.prefix_answers.push_back(
       {"/py/bin/python3 -c ", {0, R"({"version": "3.11", "include": "/py/include/python3.11", "torch": null})", ""}});
@@ -142,7 +142,6 @@ TEST(Doctor, ReportsWhatItFindsAndWhatToDo) {
   launcher.answers["/usr/bin/g++ -dumpmachine"] = {0, "x86_64-linux-gnu\n", ""};
   fs.put("/py/include/python3.11/Python.h", "");
   fs.put("/cache/objects/ab/abcd", std::string(2000, 'o'));
-  usecase::DoctorServices services{fs, launcher, env};
   auto findings = usecase::doctor({}, services);
   ASSERT_TRUE(findings) << findings.error().message;
   std::map<std::string, usecase::Finding> by_what;

@@ -8,7 +8,7 @@
 #include "kbuild/usecase/test_variants.hpp"
 #include "kbuild/util/hash.hpp"
 #include "kbuild/util/strings.hpp"
-#include "support/fakes.hpp"
+#include "support/services_fixture.hpp"
 
 using namespace kbuild;
 
@@ -24,14 +24,7 @@ std::string junit(int tests, int failures, int skipped) {
          "\" time=\"1.0\"></testsuite></testsuites>";
 }
 
-struct TestVariantsFixture : ::testing::Test {
-  fakes::MemFileSystem fs;
-  fakes::FakeLauncher launcher;
-  util::MapEnvironment env{{{"KBUILD_CACHE", "/cache"}}};
-  util::ManualClock clock;
-  std::vector<std::string> info;
-  usecase::TestServices services{
-      fs, launcher, env, clock, [this](const std::string& line) { info.push_back(line); }, nullptr};
+struct TestVariantsFixture : fakes::ServicesFixture {
   std::vector<std::map<std::string, std::string>> pytest_envs;  // the environment of each pytest run
   int pytest_exit = 0;
 
@@ -286,21 +279,16 @@ TEST_F(TestVariantsFixture, ATestEnvironmentIsCreatedOnlyWhenAskedOrConfirmed) {
   auto only = request();
   only.variants = {k_cpu215};
   only.create_env = false;
-  auto refused = usecase::test_variants(only, services);  // no terminal to ask on
+  auto refused = usecase::test_variants(only, services);  // nobody says yes
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code, ExitCode::toolchain);
   EXPECT_NE(refused.error().hint.find("--create-env"), std::string::npos);
   EXPECT_EQ(ran_containing(" -m venv "), 0u);
-  std::vector<std::string> asked;
-  services.confirm = [&](const std::string& question) {
-    asked.push_back(question);
-    return false;
-  };
-  EXPECT_FALSE(usecase::test_variants(only, services));
-  ASSERT_EQ(asked.size(), 1u);
-  EXPECT_NE(asked[0].find("torch==2.15.0"), std::string::npos);
-  services.confirm = [](const std::string&) { return true; };
+  ASSERT_EQ(reporter.questions.size(), 1u);  // asked, and refused without an answer
+  EXPECT_NE(reporter.questions[0].find("torch==2.15.0"), std::string::npos);
+  reporter.confirm_answer = true;
   ASSERT_TRUE(usecase::test_variants(only, services));
+  ASSERT_EQ(reporter.questions.size(), 2u);
   EXPECT_EQ(ran_containing(" -m venv "), 1u);
 }
 

@@ -14,6 +14,7 @@
 
 #include "kbuild/cli/command.hpp"
 #include "kbuild/config/user_config.hpp"
+#include "kbuild/exec/command_runner.hpp"
 #include "kbuild/hub/curl_transport.hpp"
 #include "kbuild/server/listener.hpp"
 #include "kbuild/server/metadata_db.hpp"
@@ -54,6 +55,18 @@ std::string builder_id() { return std::string("kbuild/") + version(); }
 
 namespace {
 bool g_json_printed = false;  // a command printed its --json document
+
+// libcurl (and the TLS libraries behind it) set up on the first request: most commands make none.
+class LazyCurlTransport final : public net::HttpTransport {
+ public:
+  std::expected<net::HttpResponse, net::TransportError> send(const net::HttpRequest& request) override {
+    if (!m_curl) m_curl = std::make_unique<hub::CurlTransport>();
+    return m_curl->send(request);
+  }
+
+ private:
+  std::unique_ptr<hub::CurlTransport> m_curl;
+};
 }  // namespace
 
 void print_json_document(const std::string& text) {
@@ -93,14 +106,18 @@ bool is_smart_terminal(std::FILE* stream, const util::Environment& env) {
   return ::isatty(::fileno(stream)) && term && !term->empty() && *term != "dumb";
 }
 
+void LogReporter::info(std::string_view message) {
+  if (m_progress) util::log::info(std::string(message));
+}
+void LogReporter::warning(std::string_view message) { util::log::warn(std::string(message)); }
+void LogReporter::diagnostics(const std::vector<config::Diagnostic>& found) { print_diagnostics(found); }
+
+void log_requests(bool verbose) {
+  if (verbose && !util::log::enabled(util::log::Level::debug)) util::log::set_level(util::log::Level::debug);
+}
+
 void print_diagnostics(const std::vector<config::Diagnostic>& diagnostics) {
-  // A file can have thousands of problems; the first ones are what a user fixes first.
-  constexpr size_t k_shown = 50;
-  std::vector<config::Diagnostic> shown(
-      diagnostics.begin(), diagnostics.begin() + static_cast<std::ptrdiff_t>(std::min(k_shown, diagnostics.size())));
-  fmt::print(stderr, "{}", config::format_diagnostics(shown));
-  if (diagnostics.size() > k_shown)
-    fmt::print(stderr, "... and {} more problems (fix the ones above first)\n", diagnostics.size() - k_shown);
+  exec::print_diagnostics(stderr, diagnostics);
 }
 
 namespace {
@@ -302,7 +319,9 @@ int run(int argc, char** argv) {
   util::RealEnvironment env;
   util::RealClock clock;
   util::RealRandom random;
-  Services services{fs, launcher, env, clock, random};
+  exec::SubprocessRunner runner;
+  LazyCurlTransport http;
+  Services services{fs, launcher, runner, http, env, clock, random};
   util::log::set_level(util::log::level_for(false, false, env.get("KBUILD_LOG")));
   if (uses_cache(app) && util::CacheLayout::from_environment(env).root.empty()) {
     print_error({ExitCode::usage, "no cache directory: HOME is not set (nor KBUILD_CACHE or XDG_CACHE_HOME)",

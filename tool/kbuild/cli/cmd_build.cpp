@@ -5,10 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kbuild/cli/command.hpp"
-#include "kbuild/cli/hub_session.hpp"
 #include "kbuild/config/user_config.hpp"
-#include "kbuild/hub/curl_transport.hpp"
-#include "kbuild/hub/remote_cache.hpp"
 #include "kbuild/layout/check.hpp"
 #include "kbuild/usecase/build.hpp"
 #include "kbuild/util/interrupt.hpp"
@@ -82,18 +79,6 @@ Result<ExitCode> run_build(const BuildOptions& options, Services& services) {
   const bool terminal = is_smart_terminal(stdout, services.env) && !quiet;
   exec::TerminalReporter reporter(
       {options.verbose && !options.json, quiet, options.explain && !options.json, terminal, stdout});
-  exec::SubprocessRunner runner;
-  usecase::BuildServices build_services{services.fs,  services.launcher, runner,         reporter,
-                                        services.env, services.clock,    services.random};
-  KB_TRY_ASSIGN(auto remote_settings, cache::remote_settings(services.env));
-  hub::CurlTransport transport;
-  build_services.download_url = url_downloader(transport);
-  std::optional<hub::HttpRemoteStore> remote;
-  if (remote_settings && !options.no_cache) {
-    remote.emplace(transport, *remote_settings);
-    build_services.remote_cache = &*remote;
-    build_services.remote_cache_writable = remote_settings->writable;
-  }
   usecase::BuildRequest request;
   if (!layout::is_known_manylinux_policy(options.manylinux))
     return fail("unknown --manylinux policy " + options.manylinux, "use manylinux_2_28 or none", ExitCode::usage);
@@ -113,12 +98,12 @@ Result<ExitCode> run_build(const BuildOptions& options, Services& services) {
   request.wait_for_lock = !options.no_wait;
   request.download_progress = terminal;
   request.builder_version = builder_id();
-  request.diagnostics = print_diagnostics;
   // A release (--matrix) compiles every declared capability; a local build, the GPU here.
   KB_TRY_ASSIGN(auto archs, config::choose_cuda_archs(options.cuda_archs, request.matrix ? "all" : "native",
                                                       services.fs, services.env));
   request.cuda_archs = archs.value;
-  KB_TRY_ASSIGN(usecase::BuildOutcome outcome, usecase::build(request, build_services));
+  usecase::Services use_case_services = services.with(reporter);
+  KB_TRY_ASSIGN(usecase::BuildOutcome outcome, usecase::build(request, use_case_services));
   const auto& summary = outcome.summary;
   if (options.json) {
     nlohmann::ordered_json j = {{"variants", outcome.variants},     {"up_to_date", summary.stale == 0},

@@ -18,28 +18,21 @@ struct CiOptions {
 };
 
 Result<ExitCode> run_ci_github(const CiOptions& options, Services& services) {
-  auto kernel_dir = absolute_dir(options.kernel_dir);
-  KB_TRY_ASSIGN(config::KernelConfig config, usecase::load_kernel(services.fs, kernel_dir, print_diagnostics));
-  KB_TRY_ASSIGN(usecase::CiWorkflow workflow,
-                usecase::github_workflow(services.launcher, services.fs, config, kernel_dir));
-  if (options.to_stdout) {
-    fmt::print("{}", workflow.text);
-    return ExitCode::ok;
-  }
-  auto path = options.output.empty() ? workflow.path : std::filesystem::absolute(options.output);
-  if (services.fs.stat(path).exists && !options.force) {
-    // `kbuild init` writes the same workflow: right after it, there is nothing to do.
-    if (services.fs.read_file(path).value_or("") == workflow.text) {
-      fmt::print("{} is already there and up to date (kbuild init writes it)\n", path.string());
-      return ExitCode::ok;
-    }
-    return fail(path.string() +
-                    " exists and differs from what kbuild would write now (edited, or written by "
-                    "an older kbuild); nothing was written",
-                "pass --force to regenerate it (your edits to it are lost), or --stdout to compare", ExitCode::usage);
-  }
-  KB_TRY(services.fs.write_file_atomic(path, workflow.text));
-  fmt::print("wrote {}\nit needs these repository settings:\n{}", path.string(), usecase::k_workflow_settings);
+  usecase::CiRequest request;
+  request.kernel_dir = absolute_dir(options.kernel_dir);
+  if (!options.output.empty()) request.output = std::filesystem::absolute(options.output);
+  request.write = !options.to_stdout;
+  request.force = options.force;
+  LogReporter reporter(false);
+  auto use_case_services = services.with(reporter);
+  KB_TRY_ASSIGN(auto outcome, usecase::ci_workflow(request, use_case_services));
+  if (!request.write)
+    fmt::print("{}", outcome.workflow.text);
+  else if (outcome.up_to_date)
+    fmt::print("{} is already there and up to date (kbuild init writes it)\n", outcome.written.string());
+  else
+    fmt::print("wrote {}\nit needs these repository settings:\n{}", outcome.written.string(),
+               usecase::k_workflow_settings);
   return ExitCode::ok;
 }
 

@@ -17,9 +17,11 @@ struct CleanOptions {
 
 Result<ExitCode> run_clean(const CleanOptions& options, Services& services) {
   auto kernel_dir = absolute_dir(options.kernel_dir);
-  KB_TRY_ASSIGN(auto outcome,
-                usecase::clean(services.fs, kernel_dir, options.all, options.dry_run,
-                               [](const std::string& line) { fmt::print(stderr, "kbuild: {}\n", line); }));
+  exec::TerminalOptions voice;
+  voice.out = stderr;  // "waiting for the build in ..." (stdout lists what was removed)
+  exec::TerminalReporter reporter(voice);
+  auto use_case_services = services.with(reporter);
+  KB_TRY_ASSIGN(auto outcome, usecase::clean({kernel_dir, options.all, options.dry_run}, use_case_services));
   for (const auto& path : outcome.removed)
     fmt::print("{} {}\n", options.dry_run ? "would remove" : "removed", path.string());
   if (outcome.removed.empty()) fmt::print("nothing to remove in {}\n", kernel_dir.string());

@@ -17,7 +17,8 @@ struct DoctorOptions {
 };
 
 Result<ExitCode> run_doctor(const DoctorOptions& options, Services& services) {
-  usecase::DoctorServices doctor_services{services.fs, services.launcher, services.env};
+  LogReporter reporter(false);
+  auto doctor_services = services.with(reporter);
   KB_TRY_ASSIGN(auto findings, usecase::doctor({options.python}, doctor_services));
   if (options.json) {
     std::string first_line = version_text().substr(0, version_text().find('\n'));

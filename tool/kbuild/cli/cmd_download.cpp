@@ -5,10 +5,10 @@
 #include <nlohmann/json.hpp>
 
 #include "kbuild/cli/command.hpp"
-#include "kbuild/cli/hub_session.hpp"
 #include "kbuild/lock/download.hpp"
 #include "kbuild/lock/hf_cache.hpp"
 #include "kbuild/lock/project.hpp"
+#include "kbuild/usecase/consume.hpp"
 #include "kbuild/util/log.hpp"
 
 namespace kbuild::cli {
@@ -27,28 +27,17 @@ struct DownloadCliOptions {
 
 Result<ExitCode> run_download(const DownloadCliOptions& options, Services& services) {
   util::log::set_level(util::log::level_for(options.verbose, options.quiet, services.env.get("KBUILD_LOG")));
-  auto project_dir = absolute_dir(options.project_dir);
-  KB_TRY_ASSIGN(auto entries, lock::read_lockfile(services.fs, project_dir));
-  lock::DownloadOptions download;
-  download.all_variants = options.all_variants;
-  auto cache = lock::resolve_hf_cache(services.env.all());
-  download.cache_root = cache.root;
+  log_requests(options.verbose);
+  usecase::DownloadRequest request;
+  request.project_dir = absolute_dir(options.project_dir);
+  request.all_variants = options.all_variants;
   if (!options.all_variants) {
-    KB_TRY_ASSIGN(std::string python, python_setting(options.python, services));
-    auto facts = probe_system_facts(services.launcher, services.fs, python);
-    if (!facts) {
-      Error error = facts.error();
-      error.hint += "; or pass --all-variants to download every variant";
-      return fail(error);
-    }
-    download.system = *facts;
+    KB_TRY_ASSIGN(request.python, python_setting(options.python, services));
   }
-  if (!options.json && !options.quiet && (options.verbose || is_smart_terminal(stderr, services.env)))
-    download.progress = [](const std::string& line) { util::log::info(line); };
-
-  HubSession hub = open_hub(services, options.endpoint, options.verbose);
-  lock::HubKernelIndex index(*hub.client);
-  KB_TRY_ASSIGN(auto outcome, lock::download_locked(entries, download, index, services.fs));
+  request.endpoint = options.endpoint;
+  LogReporter reporter(!options.json && !options.quiet && (options.verbose || is_smart_terminal(stderr, services.env)));
+  auto use_case_services = services.with(reporter);
+  KB_TRY_ASSIGN(auto outcome, usecase::download(request, use_case_services));
 
   if (options.json) {
     nlohmann::ordered_json variants = nlohmann::ordered_json::array();
@@ -60,11 +49,11 @@ Result<ExitCode> run_download(const DownloadCliOptions& options, Services& servi
                           {"files", v.files},
                           {"downloaded", v.downloaded},
                           {"bytes", v.bytes}});
-    nlohmann::ordered_json j = {{"cache", cache.root.string()},
-                                {"cache_origin", cache.origin},
+    nlohmann::ordered_json j = {{"cache", outcome.cache.string()},
+                                {"cache_origin", outcome.cache_origin},
                                 {"variants", variants},
-                                {"bytes_downloaded", hub.client->stats().bytes_downloaded}};
-    if (!options.all_variants) j["system"] = download.system.describe();
+                                {"bytes_downloaded", outcome.bytes_downloaded}};
+    if (!options.all_variants) j["system"] = outcome.system;
     print_json_document(j.dump(2));
     return ExitCode::ok;
   }
@@ -73,7 +62,7 @@ Result<ExitCode> run_download(const DownloadCliOptions& options, Services& servi
     fmt::print("  {}@{} {}  ({} files verified, {} downloaded)\n", v.repo_id, v.commit.substr(0, 12), v.variant,
                v.files, v.downloaded);
   fmt::print("installed {} variant{} into {} ({:.1f} MB downloaded)\n", outcome.variants.size(),
-             outcome.variants.size() == 1 ? "" : "s", cache.root.string(), hub.client->stats().bytes_downloaded / 1e6);
+             outcome.variants.size() == 1 ? "" : "s", outcome.cache.string(), outcome.bytes_downloaded / 1e6);
   return ExitCode::ok;
 }
 

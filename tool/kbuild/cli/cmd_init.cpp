@@ -3,7 +3,6 @@
 #include <fmt/core.h>
 
 #include "kbuild/cli/command.hpp"
-#include "kbuild/cli/hub_session.hpp"
 #include "kbuild/config/model.hpp"
 #include "kbuild/usecase/ci_workflow.hpp"
 #include "kbuild/usecase/init_project.hpp"
@@ -78,26 +77,24 @@ Result<ExitCode> run_init(const InitOptions& given, Services& services) {
   usecase::InitRequest request;
   request.name = options.name;
   request.target = absolute_dir(options.dir.empty() ? options.name : options.dir);
-  // As kernel-builder does, the owner comes from the Hub token (whoami) when none was given.
-  std::string owner;
-  if (options.repo_id.empty())
-    if (auto name = token_owner_quickly(services)) owner = *name;
-  request.repo_id = owner.empty() ? options.repo_id : owner + "/" + options.name;
+  request.repo_id = options.repo_id;
   request.license = options.license;
   request.backends = options.backends;
   request.git = !options.no_git;
   request.ci = !options.no_ci;
   request.overwrite = options.overwrite;
-  KB_TRY_ASSIGN(usecase::InitOutcome outcome, usecase::init_project(request, services.fs, services.launcher));
+  LogReporter reporter(false);
+  auto use_case_services = services.with(reporter);
+  KB_TRY_ASSIGN(usecase::InitOutcome outcome, usecase::init_project(request, use_case_services));
   std::string git_note = options.no_git        ? ""
                          : outcome.git_created ? ", a git repository with the files staged"
                                                : " (no git repository: git is not available)";
   std::string shown = options.dir.empty() ? options.name : options.dir;
   fmt::print("created {} ({} files{})\n\nnext:\n  kbuild build {}\n  kbuild test {}\n", request.target.string(),
              outcome.files.size(), git_note, shown, shown);
-  if (!owner.empty())
+  if (outcome.owner_from_token)
     fmt::print("\nthe Hub repository is {} (the owner of your Hub token; --repo-id OWNER/NAME for another)\n",
-               request.repo_id);
+               outcome.repo_id);
   else if (options.repo_id.empty())
     fmt::print(
         "\nbefore publishing, set the owner in build.toml's [general.hub] repo-id (now your-org/{}),\n"

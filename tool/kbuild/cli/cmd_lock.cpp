@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "kbuild/cli/command.hpp"
-#include "kbuild/cli/hub_session.hpp"
 #include "kbuild/lock/project.hpp"
+#include "kbuild/usecase/consume.hpp"
 #include "kbuild/util/log.hpp"
 
 namespace kbuild::cli {
@@ -85,32 +85,23 @@ void print_changes(const lock::LockProjectOutcome& outcome, std::FILE* stream) {
 
 Result<ExitCode> run_lock(const LockCliOptions& options, Services& services) {
   util::log::set_level(util::log::level_for(options.verbose, options.quiet, services.env.get("KBUILD_LOG")));
-  lock::LockRequest request;
+  log_requests(options.verbose);
+  usecase::LockKernelsRequest request;
   request.project_dir = absolute_dir(options.project_dir);
   request.mode = options.check     ? lock::LockMode::check
                  : options.dry_run ? lock::LockMode::dry_run
                                    : lock::LockMode::write;
   for (const auto& repo : options.upgrade) {
     if (repo == "*")
-      request.options.upgrade_all = true;
+      request.upgrade_all = true;
     else
-      request.options.upgrade.insert(repo);
+      request.upgrade.insert(repo);
   }
-  request.options.trusted.insert(options.trust.begin(), options.trust.end());
-  const bool show_progress =
-      !options.json && !options.quiet && (options.verbose || is_smart_terminal(stderr, services.env));
-  if (show_progress) request.options.progress = [](const std::string& line) { util::log::info(line); };
-  if (!options.quiet) request.options.warn = [](const std::string& line) { util::log::warn(line); };
-  request.diagnostics = print_diagnostics;
-
-  HubSession hub = open_hub(services, options.endpoint, options.verbose);
-  lock::HubKernelIndex index(*hub.client);
-  KB_TRY_ASSIGN(auto outcome, lock::lock_project(request, index, services.fs));
-  for (const auto& repo : request.options.upgrade) {
-    bool known = std::any_of(outcome.lock.dependencies.begin(), outcome.lock.dependencies.end(),
-                             [&](const auto& d) { return d.entry.dependency.repo_id == repo; });
-    if (!known && !options.quiet) util::log::warn("--upgrade=" + repo + " names no locked dependency");
-  }
+  request.trusted.insert(options.trust.begin(), options.trust.end());
+  request.endpoint = options.endpoint;
+  LogReporter reporter(!options.json && !options.quiet && (options.verbose || is_smart_terminal(stderr, services.env)));
+  auto use_case_services = services.with(reporter);
+  KB_TRY_ASSIGN(auto outcome, usecase::lock_kernels(request, use_case_services));
 
   if (options.json) {
     print_json_document(outcome_json(outcome, options.check).dump(2));

@@ -4,14 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include <chrono>
-
 #include "kbuild/cli/command.hpp"
-#include "kbuild/cli/hub_session.hpp"
-#include "kbuild/hub/publish.hpp"
-#include "kbuild/usecase/freshness.hpp"
-#include "kbuild/usecase/kernel_source.hpp"
-#include "kbuild/usecase/matrix_session.hpp"
+#include "kbuild/usecase/publish.hpp"
 #include "kbuild/util/log.hpp"
 #include "kbuild/util/strings.hpp"
 
@@ -37,7 +31,7 @@ struct PublishCliOptions {
   bool allow_partial_archs = false;
 };
 
-void print_plan(const hub::PublishOutcome& outcome) {
+void print_plan(const usecase::PublishOutcome& outcome) {
   for (const auto& planned : outcome.plans) {
     fmt::print("branch {}{}: {} to add, {} to delete, {} unchanged\n", planned.branch, planned.exists ? "" : " (new)",
                planned.plan.adds.size(), planned.plan.deletes.size(), planned.plan.unchanged.size());
@@ -47,7 +41,7 @@ void print_plan(const hub::PublishOutcome& outcome) {
 }
 
 // The outcome as one JSON document on stdout (docs/cli.md, "publish --json").
-void print_json(const hub::PublishOutcome& outcome) {
+void print_json(const usecase::PublishOutcome& outcome) {
   nlohmann::ordered_json j = {{"status", outcome.status},
                               {"repo_id", outcome.repo_id},
                               {"branch", outcome.branch},
@@ -75,58 +69,32 @@ void print_json(const hub::PublishOutcome& outcome) {
 }
 
 Result<ExitCode> run_publish(const PublishCliOptions& options, Services& services) {
-  auto kernel_dir = absolute_dir(options.kernel_dir);
   if (options.quiet && options.verbose) return fail("-q and -v contradict each other", "choose one", ExitCode::usage);
   if (options.quiet) util::log::set_level(util::log::Level::warn);  // no retry notices either
-  KB_TRY_ASSIGN(config::KernelConfig config, usecase::load_kernel(services.fs, kernel_dir, print_diagnostics));
-  HubSession hub = open_hub(services, options.endpoint, options.verbose);
-
-  hub::PublishOptions publish;
-  publish.kernel_dir = kernel_dir;
-  publish.tag = options.tag;
-  publish.repo_id = options.repo_id;
-  publish.private_repo = options.private_repo;
-  publish.create_pr = options.create_pr;
-  publish.dry_run = options.dry_run;
-  publish.force = options.force;
-  publish.has_token = hub.token.has_value();
-  for (const auto& dir : options.from) publish.sources.push_back(absolute_dir(dir));
-  usecase::ReleaseGate gate{options.allow_stale, options.allow_partial_archs, publish.sources};
-  KB_TRY(usecase::check_release(services.fs, kernel_dir, config, gate, [&](const std::string& line) {
-    if (!options.json && !options.quiet) fmt::print(stderr, "kbuild: warning: {}\n", line);
-  }));
-  // What the release lacks is named when the matrix can be read; --require-all needs it.
-  auto matrix = usecase::matrix_variant_names(services.fs, config, kernel_dir);
-  if (!matrix && options.require_all) return fail(matrix.error());
-  publish.expected_variants = matrix.value_or(std::vector<std::string>{});
-  publish.require_all = options.require_all;
-
-  const bool terminal = is_smart_terminal(stderr, services.env) && !options.json && !options.quiet;
-  auto start = services.clock.now();
-  hub::PublishHooks hooks;
-  // One live progress line for all uploads, ended once (before any other line and at the end).
-  bool progress_drawn = false;
-  auto end_progress = [&progress_drawn] {
-    if (progress_drawn) fmt::print(stderr, "\n");
-    progress_drawn = false;
-  };
-  hooks.info = [&](const std::string& line) {
-    if (options.json || options.quiet) return;
-    end_progress();
-    fmt::print(stderr, "kbuild: {}\n", line);
-  };
-  if (terminal) {
-    hooks.upload_progress = [start, &services, &progress_drawn](std::uint64_t done, std::uint64_t total) {
-      double seconds = services.clock.seconds_since(start);
-      double rate = seconds > 0 ? done / seconds : 0;
-      double eta = rate > 0 ? (total - done) / rate : 0;
-      fmt::print(stderr, "\r  uploading {} / {}  {:.1f} MB/s  ETA {:.0f} s\x1b[K", util::human_size(done),
-                 util::human_size(total), rate / 1e6, eta);
-      progress_drawn = true;
-    };
-  }
-  auto published = hub::publish(*hub.client, services.fs, config, publish, hooks);
-  end_progress();
+  log_requests(options.verbose);
+  usecase::PublishRequest request;
+  request.kernel_dir = absolute_dir(options.kernel_dir);
+  request.tag = options.tag;
+  request.repo_id = options.repo_id;
+  request.endpoint = options.endpoint;
+  request.private_repo = options.private_repo;
+  request.create_pr = options.create_pr;
+  request.dry_run = options.dry_run;
+  request.force = options.force;
+  for (const auto& dir : options.from) request.sources.push_back(absolute_dir(dir));
+  request.require_all = options.require_all;
+  request.allow_stale = options.allow_stale;
+  request.allow_partial_archs = options.allow_partial_archs;
+  // Progress on stderr (stdout has the result line or the --json document); a live upload line on
+  // a terminal.
+  exec::TerminalOptions voice;
+  voice.out = stderr;
+  voice.quiet = options.json || options.quiet;
+  voice.smart_terminal = is_smart_terminal(stderr, services.env) && !voice.quiet;
+  exec::TerminalReporter reporter(voice);
+  auto use_case_services = services.with(reporter);
+  auto published = usecase::publish(request, use_case_services);
+  reporter.finish();
   KB_TRY_ASSIGN(auto outcome, std::move(published));
 
   if (options.json) {
@@ -135,7 +103,7 @@ Result<ExitCode> run_publish(const PublishCliOptions& options, Services& service
   }
   if (outcome.status == "dry_run") {
     fmt::print("dry run: would publish {} of {} to {} (branch {}{})\n",
-               util::count_of(outcome.variants.size(), "variant"), config.general.name, outcome.repo_id, outcome.branch,
+               util::count_of(outcome.variants.size(), "variant"), outcome.kernel, outcome.repo_id, outcome.branch,
                outcome.tag.empty() ? ", no tag" : ", tag " + outcome.tag);
     print_plan(outcome);
     return ExitCode::ok;
@@ -147,7 +115,7 @@ Result<ExitCode> run_publish(const PublishCliOptions& options, Services& service
   fmt::print(
       "{} {} to {} (branch {}{} at {}): {} LFS object(s), {} uploaded\n{}\n",
       outcome.status == "no_changes" ? (outcome.tag.empty() ? "no changes to" : "no changes; tagged") : "published",
-      config.general.name, outcome.repo_id, outcome.branch, outcome.tag.empty() ? "" : ", tag " + outcome.tag,
+      outcome.kernel, outcome.repo_id, outcome.branch, outcome.tag.empty() ? "" : ", tag " + outcome.tag,
       outcome.commit.substr(0, 12), outcome.traffic.lfs_objects_uploaded,
       util::human_size(outcome.traffic.lfs_bytes_uploaded), outcome.url);
   return ExitCode::ok;

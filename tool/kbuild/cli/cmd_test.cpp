@@ -35,18 +35,6 @@ struct TestOptions {
   bool create_env = false;
 };
 
-// Asks on the terminal before gigabytes are downloaded; null when there is no terminal to ask on.
-std::function<bool(const std::string&)> terminal_confirm(bool json) {
-  if (json || !::isatty(STDIN_FILENO) || !::isatty(STDERR_FILENO)) return nullptr;
-  return [](const std::string& question) {
-    fmt::print(stderr, "kbuild: {} [y/N] ", question);
-    std::fflush(stderr);
-    std::string answer;
-    if (!std::getline(std::cin, answer)) return false;
-    return answer == "y" || answer == "Y" || answer == "yes";
-  };
-}
-
 void print_json(const std::vector<usecase::VariantTestResult>& results) {
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
   for (const auto& r : results)
@@ -100,12 +88,13 @@ Result<ExitCode> run_test(const TestOptions& options, Services& services) {
   request.allow_stale = options.allow_stale;
   request.online = options.online;
   request.create_env = options.create_env;
-  usecase::TestServices test_services{services.fs,
-                                      services.launcher,
-                                      services.env,
-                                      services.clock,
-                                      [](const std::string& line) { util::log::info("kbuild: " + line); },
-                                      terminal_confirm(options.json)};
+  // Progress and warnings on stderr (stdout has the results, or the --json document); a missing
+  // test environment is asked about on a terminal.
+  exec::TerminalOptions voice;
+  voice.out = stderr;
+  voice.interactive = !options.json;
+  exec::TerminalReporter reporter(voice);
+  auto test_services = services.with(reporter);
   KB_TRY_ASSIGN(auto results, usecase::test_variants(request, test_services));
   options.json ? print_json(results) : print_text(results);
   size_t failed = 0, untested = 0;

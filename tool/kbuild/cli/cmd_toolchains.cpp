@@ -2,13 +2,8 @@
 
 #include <fmt/core.h>
 
-#include <deque>
-
 #include "kbuild/cli/command.hpp"
-#include "kbuild/cli/hub_session.hpp"
-#include "kbuild/toolchain/probe.hpp"
-#include "kbuild/usecase/kernel_source.hpp"
-#include "kbuild/usecase/matrix_session.hpp"
+#include "kbuild/usecase/toolchains.hpp"
 
 namespace kbuild::cli {
 
@@ -23,83 +18,39 @@ struct ToolchainsOptions {
 };
 
 Result<ExitCode> run_lock(const ToolchainsOptions& options, Services& services) {
-  auto kernel_dir = absolute_dir(options.kernel_dir);
-  KB_TRY_ASSIGN(config::KernelConfig config, usecase::load_kernel(services.fs, kernel_dir, print_diagnostics));
-  KB_TRY_ASSIGN(usecase::MatrixSession session,
-                usecase::open_matrix(services.fs, config, kernel_dir, {}, false, print_diagnostics));
-  toolchain::LockFile previous = session.lock;
-  if (options.update) session.lock = usecase::pins_kept_by_update(session.lock);
-  toolchain::ProvisionOptions provision;
-  provision.cache = util::CacheLayout::from_environment(services.env);
-  KB_TRY_ASSIGN(provision.python, python_setting(options.python, services));
-  hub::CurlTransport transport;
-  provision.download_url = url_downloader(transport);
-  provision.cutlass_mirror_url = toolchain::cutlass_mirror_url(services.env);
-  toolchain::Provisioner provisioner(services.launcher, services.fs, provision, session.lock,
-                                     [](const std::string& line) { fmt::print("kbuild: {}\n", line); });
-  KB_TRY(usecase::pin_matrix_toolchains(session.all, usecase::provided_header_dependencies(config, session.all),
-                                        provisioner, session.lock));
-  if (session.lock_existed && session.lock == previous) {
-    fmt::print("{} is up to date\n", session.lock_path.string());
+  usecase::ToolchainsLockRequest request;
+  request.kernel_dir = absolute_dir(options.kernel_dir);
+  KB_TRY_ASSIGN(request.python, python_setting(options.python, services));
+  request.update = options.update;
+  exec::TerminalReporter reporter({});
+  auto use_case_services = services.with(reporter);
+  KB_TRY_ASSIGN(auto outcome, usecase::lock_toolchains(request, use_case_services));
+  if (outcome.up_to_date) {
+    fmt::print("{} is up to date\n", outcome.lock_path.string());
     return ExitCode::ok;
   }
-  KB_TRY(services.fs.write_file_atomic(session.lock_path, session.lock.serialize()));
-  for (const auto& [name, artifacts] : session.lock.toolchains)
-    fmt::print("  {:12} {}\n", name, artifacts.front().package + " " + artifacts.front().version);
-  fmt::print("wrote {}\n", session.lock_path.string());
+  for (const auto& [name, pin] : outcome.pins) fmt::print("  {:12} {}\n", name, pin);
+  fmt::print("wrote {}\n", outcome.lock_path.string());
   return ExitCode::ok;
 }
 
 Result<ExitCode> run_fetch(const ToolchainsOptions& options, Services& services) {
-  auto kernel_dir = absolute_dir(options.kernel_dir);
-  KB_TRY_ASSIGN(config::KernelConfig config, usecase::load_kernel(services.fs, kernel_dir, print_diagnostics));
-  KB_TRY_ASSIGN(usecase::MatrixSession session,
-                usecase::open_matrix(services.fs, config, kernel_dir, {}, options.locked, print_diagnostics));
-  toolchain::ProbeOptions probe;
-  KB_TRY_ASSIGN(probe.python, python_setting(options.python, services));
-  probe.need_torch = false;
-  probe.cuda_home = services.env.get("CUDA_HOME");
-  KB_TRY_ASSIGN(toolchain::Toolchain local, toolchain::probe_local_toolchain(services.launcher, services.fs, probe));
-  KB_TRY_ASSIGN(auto user_cuda, usecase::parse_cuda_toolkits(options.cuda_toolkits));
-  toolchain::ProvisionOptions provision;
-  provision.cache = util::CacheLayout::from_environment(services.env);
-  provision.python = probe.python;
-  provision.locked = options.locked;
-  provision.progress = is_smart_terminal(stdout, services.env);
-  provision.user_cuda = user_cuda;
-  provision.host_cxx = local.cxx.cxx.string();
-  hub::CurlTransport transport;
-  provision.download_url = url_downloader(transport);
-  provision.cutlass_mirror_url = toolchain::cutlass_mirror_url(services.env);
-  toolchain::Provisioner provisioner(services.launcher, services.fs, provision, session.lock,
-                                     [](const std::string& line) { fmt::print("kbuild: {}\n", line); });
-  std::deque<toolchain::Toolchain> storage;
-  auto builds = usecase::provision_variants(session.all, provisioner, local, storage);
-  std::optional<toolchain::TvmFfiInstall> tvm_ffi;
-  if (builds && usecase::needs_tvm_ffi(session.all)) {
-    auto provided = provisioner.tvm_ffi(toolchain::k_tvm_ffi_series);
-    if (!provided)
-      builds = fail(provided.error());
-    else
-      tvm_ffi = *provided;
-  }
-  std::vector<toolchain::HeaderLibrary> headers;
-  for (const auto& dependency : usecase::provided_header_dependencies(config, session.all)) {
-    if (!builds) break;
-    auto provided = provisioner.header_library(dependency);
-    if (!provided)
-      builds = fail(provided.error());
-    else
-      headers.push_back(*provided);
-  }
-  if (provisioner.lock_changed()) KB_TRY(services.fs.write_file_atomic(session.lock_path, session.lock.serialize()));
-  if (!builds) return fail(builds.error());
-  for (const auto& tc : storage)
+  usecase::ToolchainsFetchRequest request;
+  request.kernel_dir = absolute_dir(options.kernel_dir);
+  KB_TRY_ASSIGN(request.python, python_setting(options.python, services));
+  request.locked = options.locked;
+  request.cuda_toolkits = options.cuda_toolkits;
+  request.download_progress = is_smart_terminal(stdout, services.env);
+  exec::TerminalReporter reporter({});
+  auto use_case_services = services.with(reporter);
+  KB_TRY_ASSIGN(auto outcome, usecase::fetch_toolchains(request, use_case_services));
+  for (const auto& tc : outcome.toolchains)
     fmt::print("  torch {:14} cuda {:10} ({})\n", tc.torch.version_string, tc.cuda ? tc.cuda->version.str() : "-",
                tc.cuda ? tc.cuda->origin : "cpu");
-  if (tvm_ffi) fmt::print("  tvm-ffi {} ({})\n", tvm_ffi->version, tvm_ffi->origin);
-  for (const auto& library : headers) fmt::print("  {} {} ({})\n", library.dependency, library.version, library.origin);
-  fmt::print("toolchains of {} variants are in {}\n", builds->size(), provision.cache.toolchains().string());
+  if (outcome.tvm_ffi) fmt::print("  tvm-ffi {} ({})\n", outcome.tvm_ffi->version, outcome.tvm_ffi->origin);
+  for (const auto& library : outcome.headers)
+    fmt::print("  {} {} ({})\n", library.dependency, library.version, library.origin);
+  fmt::print("toolchains of {} variants are in {}\n", outcome.variants, outcome.cache.string());
   return ExitCode::ok;
 }
 

@@ -6,10 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kbuild/cli/command.hpp"
-#include "kbuild/cli/hub_session.hpp"
-#include "kbuild/lock/inspect.hpp"
-#include "kbuild/lock/local_index.hpp"
-#include "kbuild/net/names.hpp"
+#include "kbuild/usecase/inspect.hpp"
 #include "kbuild/util/strings.hpp"
 #include "kbuild/util/version.hpp"
 
@@ -30,21 +27,15 @@ struct InspectCliOptions {
   bool verbose = false;
 };
 
-Result<void> check_repo_id(const std::string& repo_id) {
-  if (net::is_valid_repo_id(repo_id)) return {};
-  return fail("\"" + repo_id + "\" is not a Hub repository id",
-              "write it as namespace/name, e.g. kernels-community/relu", ExitCode::usage);
-}
-
-// The machine's facts, or nullopt with a note: these commands still work without a Torch.
-std::optional<lock::SystemFacts> optional_system(Services& services, const InspectCliOptions& options,
-                                                 std::string& note) {
-  auto python = python_setting(options.python, services);
-  auto facts = python ? probe_system_facts(services.launcher, services.fs, *python)
-                      : Result<lock::SystemFacts>(fail(python.error()));
-  if (facts) return *facts;
-  note = facts.error().message;
-  return std::nullopt;
+usecase::InspectRequest inspect_request(const InspectCliOptions& options, Services& services) {
+  usecase::InspectRequest request;
+  request.target = options.repo_id;
+  request.version = options.version;
+  request.revision = options.revision;
+  // An unreadable user config leaves python3; a Python without Torch is only a note in the outcome.
+  request.python = python_setting(options.python, services).value_or("python3");
+  request.endpoint = options.endpoint;
+  return request;
 }
 
 ordered_json choice_json(const lock::VariantChoice& choice) {
@@ -69,12 +60,13 @@ void print_decisions(const lock::VariantChoice& choice, const std::string& inden
 }
 
 Result<ExitCode> run_versions(const InspectCliOptions& options, Services& services) {
-  KB_TRY(check_repo_id(options.repo_id));
-  std::string note;
-  auto system = optional_system(services, options, note);
-  HubSession hub = open_hub(services, options.endpoint, options.verbose);
-  lock::HubKernelIndex index(*hub.client);
-  KB_TRY_ASSIGN(auto report, lock::list_versions(options.repo_id, system, index));
+  log_requests(options.verbose);
+  LogReporter reporter(false);
+  auto use_case_services = services.with(reporter);
+  KB_TRY_ASSIGN(auto outcome, usecase::versions(inspect_request(options, services), use_case_services));
+  const auto& report = outcome.report;
+  const auto& system = outcome.system;
+  const auto& note = outcome.system_note;
 
   if (options.json) {
     ordered_json versions = ordered_json::array();
@@ -93,7 +85,7 @@ Result<ExitCode> run_versions(const InspectCliOptions& options, Services& servic
     ordered_json orphans = ordered_json::array();
     for (const auto& r : report.orphan_releases) orphans.push_back(release_json(r));
     ordered_json j = {{"repo_id", report.repo_id},
-                      {"endpoint", hub.client->endpoint()},
+                      {"endpoint", outcome.endpoint},
                       {"system", system ? ordered_json(system->describe()) : ordered_json(nullptr)},
                       {"versions", versions},
                       {"orphan_releases", orphans},
@@ -102,7 +94,7 @@ Result<ExitCode> run_versions(const InspectCliOptions& options, Services& servic
     print_json_document(j.dump(2));
     return ExitCode::ok;
   }
-  fmt::print("{} ({})\n", report.repo_id, hub.client->endpoint());
+  fmt::print("{} ({})\n", report.repo_id, outcome.endpoint);
   fmt::print("this machine: {}\n", system ? system->describe() : "unknown (" + note + ")");
   if (report.versions.empty()) fmt::print("no versions: the repository has no branch vN\n");
   for (const auto& v : report.versions) {
@@ -157,41 +149,14 @@ ordered_json metadata_json(const layout::Metadata& m) {
 
 // A local kernel directory (`kbuild info ./my-kernel`, as `kernels info` takes one): a path written
 // as one, or an existing directory with a build.toml or build/.
-bool names_local_kernel(const util::FileSystem& fs, const std::string& argument) {
-  if (argument == "." || argument.starts_with("/") || argument.starts_with("./") || argument.starts_with("../"))
-    return true;
-  return fs.stat(argument).is_dir && (fs.stat(argument + "/build.toml").exists || fs.stat(argument + "/build").is_dir);
-}
-
-Result<lock::RevisionReport> describe(const InspectCliOptions& options, Services& services,
-                                      const std::optional<lock::SystemFacts>& system) {
-  if (names_local_kernel(services.fs, options.repo_id)) {
-    if (options.version || options.revision)
-      return fail("--version and --revision name revisions of a Hub repository, not of a local directory",
-                  "leave them out for " + options.repo_id, ExitCode::usage);
-    auto dir = absolute_dir(options.repo_id);
-    if (!services.fs.stat(dir / "build").is_dir)
-      return fail(dir.string() + " has no build/", "build it first: kbuild build " + options.repo_id, ExitCode::usage);
-    lock::LocalKernelIndex local(services.fs, dir);
-    KB_TRY_ASSIGN(auto report,
-                  lock::describe_revision(dir.string(), {std::nullopt, local.local_commit()}, system, local));
-    report.revision = "build/";
-    report.source = "local directory";
-    report.commit = "";
-    return report;
-  }
-  KB_TRY(check_repo_id(options.repo_id));
-  HubSession hub = open_hub(services, options.endpoint, options.verbose);
-  lock::HubKernelIndex index(*hub.client);
-  return lock::describe_revision(options.repo_id, {options.version, options.revision}, system, index);
-}
-
 Result<ExitCode> run_info(const InspectCliOptions& options, Services& services) {
-  if (options.version && options.revision)
-    return fail("--version and --revision exclude each other", "pick one", ExitCode::usage);
-  std::string note;
-  auto system = optional_system(services, options, note);
-  KB_TRY_ASSIGN(auto report, describe(options, services, system));
+  log_requests(options.verbose);
+  LogReporter reporter(false);
+  auto use_case_services = services.with(reporter);
+  KB_TRY_ASSIGN(auto outcome, usecase::info(inspect_request(options, services), use_case_services));
+  const auto& report = outcome.report;
+  const auto& system = outcome.system;
+  const auto& note = outcome.system_note;
 
   if (options.json) {
     ordered_json variants = ordered_json::array();

@@ -3,7 +3,7 @@
 #include <fmt/core.h>
 
 #include "kbuild/cli/command.hpp"
-#include "kbuild/cli/hub_session.hpp"
+#include "kbuild/usecase/inspect.hpp"
 
 namespace kbuild::cli {
 
@@ -14,9 +14,11 @@ struct WhoamiOptions {
 };
 
 Result<ExitCode> run_whoami(const WhoamiOptions& options, Services& services) {
-  HubSession hub = open_hub(services, options.endpoint, options.verbose);
-  KB_TRY_ASSIGN(std::string name, hub.client->whoami());
-  fmt::print("{} (token from {}, endpoint {})\n", name, hub.token->origin, hub.client->endpoint());
+  log_requests(options.verbose);
+  LogReporter reporter(false);
+  auto use_case_services = services.with(reporter);
+  KB_TRY_ASSIGN(auto outcome, usecase::whoami(options.endpoint, use_case_services));
+  fmt::print("{} (token from {}, endpoint {})\n", outcome.name, outcome.token_origin, outcome.endpoint);
   return ExitCode::ok;
 }
 }  // namespace

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kbuild/config/diagnostic.hpp"
+#include "kbuild/usecase/services.hpp"
 #include "kbuild/util/fs.hpp"
 #include "kbuild/util/process.hpp"
 #include "kbuild/util/result.hpp"
@@ -18,13 +19,19 @@
 
 namespace kbuild::cli {
 
-/// The side-effect providers commands use (real ones in the executable, fakes in tests).
+/// The real side-effect providers (app.cpp). A command picks its reporter from its options (-q, -v,
+/// --json, where progress goes) and hands the use case `services.with(reporter)`.
 struct Services {
   util::FileSystem& fs;
   util::ProcessLauncher& launcher;
+  exec::CommandRunner& runner;
+  net::HttpTransport& http;  ///< libcurl, loaded on the first request
   const util::Environment& env;
   const util::Clock& clock;
   util::Random& random;
+  usecase::Services with(exec::Reporter& reporter) {
+    return usecase::Services{fs, launcher, runner, http, env, clock, random, reporter};
+  }
 };
 
 using CommandAction = std::function<Result<ExitCode>(Services&)>;
@@ -73,6 +80,25 @@ inline constexpr const char* k_python_help_suffix = " (default: $KBUILD_PYTHON, 
 /// Prints a command's --json document on stdout. With --json, stdout carries exactly one JSON
 /// document: when a command fails before printing its own, app.cpp prints {"error": {...}} instead.
 void print_json_document(const std::string& text);
+/// The voice of commands without a job graph (lock, download, versions, init, ...): progress lines
+/// as log info when `progress` (a terminal or -v, never --json), warnings as log warnings (so -q and
+/// KBUILD_LOG decide), diagnostics on stderr.
+class LogReporter final : public exec::Reporter {
+ public:
+  explicit LogReporter(bool progress) : m_progress(progress) {}
+  void job_started(const plan::Job&, size_t, size_t, bool) override {}
+  void job_finished(const plan::Job&, const exec::JobOutcome&, size_t, size_t) override {}
+  void explain(const plan::Job&, const std::string&) override {}
+  void info(std::string_view message) override;
+  void warning(std::string_view message) override;
+  void diagnostics(const std::vector<config::Diagnostic>& found) override;
+
+ private:
+  bool m_progress;
+};
+
+/// -v of the commands that talk to the Hub: every request in the log (the token is never printed).
+void log_requests(bool verbose);
 /// Prints diagnostics of an input file to stderr (the library's DiagnosticSink for commands).
 void print_diagnostics(const std::vector<config::Diagnostic>& diagnostics);
 

@@ -4,6 +4,8 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <iostream>
+
 #include "kbuild/util/strings.hpp"
 
 namespace kbuild::exec {
@@ -149,6 +151,53 @@ void TerminalReporter::warning(std::string_view message) {
   end_status_line();
   std::fflush(m_options.out);
   fmt::print(stderr, "kbuild: warning: {}\n", message);
+}
+
+void print_diagnostics(std::FILE* err, const std::vector<config::Diagnostic>& found) {
+  constexpr size_t k_shown = 50;
+  std::vector<config::Diagnostic> shown(found.begin(),
+                                        found.begin() + static_cast<std::ptrdiff_t>(std::min(k_shown, found.size())));
+  fmt::print(err, "{}", config::format_diagnostics(shown));
+  if (found.size() > k_shown)
+    fmt::print(err, "... and {} more problems (fix the ones above first)\n", found.size() - k_shown);
+}
+
+void TerminalReporter::finish() {
+  std::lock_guard lock(m_mutex);
+  end_status_line();
+}
+
+void TerminalReporter::diagnostics(const std::vector<config::Diagnostic>& found) {
+  std::lock_guard lock(m_mutex);
+  end_status_line();
+  std::fflush(m_options.out);
+  print_diagnostics(m_options.err, found);
+}
+
+void TerminalReporter::transfer(std::string_view what, std::uint64_t done, std::uint64_t total) {
+  if (m_options.quiet || !m_options.smart_terminal) return;
+  std::lock_guard lock(m_mutex);
+  auto now = Clock::now();
+  if (!m_status_pending || done == 0) m_transfer_start = now;
+  double seconds = std::chrono::duration<double>(now - m_transfer_start).count();
+  double rate = seconds > 0 ? static_cast<double>(done) / seconds : 0;
+  double eta = rate > 0 && total > done ? static_cast<double>(total - done) / rate : 0;
+  m_status = fmt::format("  {} {} / {}  {:.1f} MB/s  ETA {:.0f} s", what, util::human_size(done),
+                         util::human_size(total), rate / 1e6, eta);
+  fmt::print(m_options.out, "\r{}\x1b[K", fit_to_terminal(m_options.out, m_status));
+  std::fflush(m_options.out);
+  m_status_pending = true;
+}
+
+bool TerminalReporter::confirm(std::string_view question) {
+  if (!m_options.interactive || !::isatty(STDIN_FILENO) || !::isatty(::fileno(m_options.err))) return false;
+  std::lock_guard lock(m_mutex);
+  end_status_line();
+  fmt::print(m_options.err, "kbuild: {} [y/N] ", question);
+  std::fflush(m_options.err);
+  std::string answer;
+  if (!std::getline(std::cin, answer)) return false;
+  return answer == "y" || answer == "Y" || answer == "yes";
 }
 
 }  // namespace kbuild::exec

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <mutex>
@@ -14,7 +15,9 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
+#include "kbuild/config/diagnostic.hpp"
 #include "kbuild/plan/graph.hpp"
 
 namespace kbuild::exec {
@@ -40,6 +43,13 @@ class Reporter {
   virtual void explain(const plan::Job& job, const std::string& reason) = 0;
   virtual void info(std::string_view message) = 0;
   virtual void warning(std::string_view message) = 0;
+  /// The problems found in an input file (build.toml, pyproject.toml), all of them at once.
+  virtual void diagnostics(const std::vector<config::Diagnostic>&) {}
+  /// Progress of a long transfer (an upload): bytes done of `total`; a live line on a terminal only.
+  virtual void transfer(std::string_view /*what*/, std::uint64_t /*done*/, std::uint64_t /*total*/) {}
+  /// A yes/no question before something costly (gigabytes of downloads). False where nobody can
+  /// answer (no terminal, --json, tests): the use case then refuses with a hint instead of waiting.
+  virtual bool confirm(std::string_view /*question*/) { return false; }
 };
 
 struct TerminalOptions {
@@ -53,6 +63,8 @@ struct TerminalOptions {
   std::chrono::milliseconds tick{1000};
   std::chrono::seconds long_after{5};  ///< a command counts as long from this age on (terminal)
   std::chrono::seconds log_every{60};  ///< plain output: a "still running" line this often
+  /// confirm() asks on stderr and reads the answer from stdin (when both are terminals).
+  bool interactive = false;
 };
 
 /// "[3/12] CUDA img2gray.cu [torch211-...]  (1 min 05 s)": a status line with a running time.
@@ -68,6 +80,11 @@ class TerminalReporter final : public Reporter {
   void explain(const plan::Job& job, const std::string& reason) override;
   void info(std::string_view message) override;
   void warning(std::string_view message) override;
+  void diagnostics(const std::vector<config::Diagnostic>& found) override;
+  void transfer(std::string_view what, std::uint64_t done, std::uint64_t total) override;
+  bool confirm(std::string_view question) override;
+  /// Ends a live progress line, so that what the caller prints next starts a line of its own.
+  void finish();
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -82,11 +99,15 @@ class TerminalReporter final : public Reporter {
   std::map<std::string, std::pair<std::string, Clock::time_point>> m_running;  ///< job id -> (description, start)
   std::set<std::string> m_shown_outputs;  ///< compiler outputs printed already (each once)
   Clock::time_point m_last_log{};
-  std::mutex m_mutex;  ///< the executor's thread and the ticker both print
+  Clock::time_point m_transfer_start{};  ///< when the transfer shown on the live line began
+  std::mutex m_mutex;                    ///< the executor's thread and the ticker both print
   std::condition_variable m_wake;
   bool m_stopping = false;
   std::thread m_ticker;
 };
+
+/// Prints diagnostics to `err`, the first 50 of them (the ones a user fixes first) and a count of the rest.
+void print_diagnostics(std::FILE* err, const std::vector<config::Diagnostic>& found);
 
 /// Discards everything (tests, --quiet).
 class NullReporter final : public Reporter {

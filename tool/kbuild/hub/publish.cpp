@@ -297,6 +297,7 @@ Result<PublishOutcome> publish(HubClient& client, util::FileSystem& fs, const co
   const RepoRef& repo = target.repo;
   const std::string& branch = target.branch;
   PublishOutcome outcome;
+  outcome.kernel = config.general.name;
   outcome.repo_id = repo.id;
   outcome.branch = branch;
   outcome.tag = options.tag;

@@ -57,6 +57,7 @@ struct PlannedBranch {
 
 struct PublishOutcome {
   std::string status;  ///< "uploaded", "no_changes", "dry_run", "pull_request_created"
+  std::string kernel;  ///< general.name
   std::string repo_id;
   std::string branch;
   std::string tag;

@@ -14,6 +14,7 @@
 #include "kbuild/cache/compile_cache.hpp"
 #include "kbuild/cache/usage.hpp"
 #include "kbuild/exec/build_state.hpp"
+#include "kbuild/hub/remote_cache.hpp"
 #include "kbuild/plan/cuda_archs.hpp"
 #include "kbuild/plan/planner.hpp"
 #include "kbuild/toolchain/gpu.hpp"
@@ -72,7 +73,7 @@ std::string compile_commands(const plan::JobGraph& graph, const std::filesystem:
 
 // The variants of a matrix build, with their toolchains provisioned into `toolchains`. New pins are
 // written to kbuild.lock even when a later download fails, so a retry fetches the same files.
-toolchain::ProvisionOptions provision_options(const BuildRequest& request, BuildServices& services,
+toolchain::ProvisionOptions provision_options(const BuildRequest& request, Services& services,
                                               const toolchain::Toolchain& local) {
   toolchain::ProvisionOptions provision;
   provision.cache = util::CacheLayout::from_environment(services.env);
@@ -80,12 +81,12 @@ toolchain::ProvisionOptions provision_options(const BuildRequest& request, Build
   provision.locked = request.locked;
   provision.progress = request.download_progress;
   provision.host_cxx = local.cxx.cxx.string();
-  provision.download_url = services.download_url;
+  provision.download_url = url_downloader(services.http);
   provision.cutlass_mirror_url = toolchain::cutlass_mirror_url(services.env);
   return provision;
 }
 
-Result<std::vector<plan::VariantBuild>> matrix_variants(const BuildRequest& request, BuildServices& services,
+Result<std::vector<plan::VariantBuild>> matrix_variants(const BuildRequest& request, Services& services,
                                                         MatrixSession& session, const toolchain::Toolchain& local,
                                                         std::deque<toolchain::Toolchain>& toolchains) {
   KB_TRY_ASSIGN(auto user_cuda, parse_cuda_toolkits(request.cuda_toolkits));
@@ -104,8 +105,8 @@ Result<std::vector<plan::VariantBuild>> matrix_variants(const BuildRequest& requ
 // The header libraries (CUTLASS) that the components of `variants` depend on, and tvm-ffi for a
 // tvm-ffi kernel, fetched and pinned in kbuild.lock like the toolchains (a local build opens the lock
 // for them too). Fills the plan request's header_libraries and tvm_ffi.
-Result<void> provide_dependencies(const BuildRequest& request, BuildServices& services,
-                                  const config::KernelConfig& config, const std::vector<plan::VariantBuild>& variants,
+Result<void> provide_dependencies(const BuildRequest& request, Services& services, const config::KernelConfig& config,
+                                  const std::vector<plan::VariantBuild>& variants,
                                   std::optional<MatrixSession>& session, const toolchain::Toolchain& local,
                                   plan::PlanRequest& plan_request) {
   std::set<std::string> needed;
@@ -184,7 +185,7 @@ std::vector<std::string> unsupported_capability_warnings(const config::KernelCon
 }
 
 // The capabilities --cuda-archs restricts CUDA variants to (nullopt: every declared one), and why.
-Result<std::optional<std::vector<std::string>>> cuda_archs_only(const BuildRequest& request, BuildServices& services,
+Result<std::optional<std::vector<std::string>>> cuda_archs_only(const BuildRequest& request, Services& services,
                                                                 const std::filesystem::path& work_dir,
                                                                 std::string& reason) {
   if (request.cuda_archs == "all") return std::optional<std::vector<std::string>>();
@@ -202,8 +203,9 @@ Result<std::optional<std::vector<std::string>>> cuda_archs_only(const BuildReque
   return std::optional<std::vector<std::string>>(*list);
 }
 
-Result<exec::ExecSummary> execute(const BuildRequest& request, BuildServices& services, const plan::JobGraph& graph,
-                                  const std::filesystem::path& work_dir, bool read_only) {
+Result<exec::ExecSummary> execute(const BuildRequest& request, Services& services, const plan::JobGraph& graph,
+                                  const std::filesystem::path& work_dir, bool read_only,
+                                  const std::optional<cache::RemoteSettings>& remote_settings) {
   const auto state_file = work_dir / "state";
   exec::BuildState state = exec::BuildState::load(services.fs, state_file);
   std::optional<cache::CompileCache> compile_cache;
@@ -211,7 +213,12 @@ Result<exec::ExecSummary> execute(const BuildRequest& request, BuildServices& se
     KB_TRY_ASSIGN(std::uint64_t cap, cache::max_cache_bytes(services.env));
     compile_cache.emplace(services.fs, util::CacheLayout::from_environment(services.env).root, cap,
                           [&](const std::string& message) { services.reporter.warning(message); });
-    if (services.remote_cache) compile_cache->set_remote(services.remote_cache, services.remote_cache_writable);
+  }
+  // The shared tier of the compile cache (KBUILD_REMOTE_CACHE*, validated before anything was built).
+  std::optional<hub::HttpRemoteStore> remote;
+  if (compile_cache && remote_settings) {
+    remote.emplace(services.http, *remote_settings);
+    compile_cache->set_remote(&*remote, remote_settings->writable);
   }
   LayoutActions actions(services.fs);
   exec::ExecutorServices exec_services{services.fs,
@@ -290,8 +297,8 @@ std::optional<std::vector<std::string>> local_variant_names(const BuildRequest& 
   return request.filter.variants;
 }
 
-Result<Selection> select_variants(const BuildRequest& request, BuildServices& services,
-                                  const config::KernelConfig& config, const std::filesystem::path& work_dir) {
+Result<Selection> select_variants(const BuildRequest& request, Services& services, const config::KernelConfig& config,
+                                  const std::filesystem::path& work_dir) {
   Selection selection;
   toolchain::ProbeOptions probe;
   probe.python = request.python;
@@ -318,7 +325,7 @@ Result<Selection> select_variants(const BuildRequest& request, BuildServices& se
     if (!request.backends.empty())
       return fail("--backend does not apply to matrix builds", "use --cuda cpu or --variant", ExitCode::usage);
     KB_TRY_ASSIGN(selection.session, open_matrix(services.fs, config, request.kernel_dir, request.filter,
-                                                 request.locked, request.diagnostics));
+                                                 request.locked, diagnostics_to(services.reporter)));
     KB_TRY_ASSIGN(selection.variants,
                   matrix_variants(request, services, *selection.session, selection.local, selection.toolchains));
     return selection;
@@ -335,7 +342,7 @@ Result<Selection> select_variants(const BuildRequest& request, BuildServices& se
 
 // Links newer libstdc++ symbols privately (toolchain/stdcxx_compat.hpp); without it the build still
 // works, and the ABI gate refuses libraries that need them.
-void add_stdcxx_compat(const BuildRequest& request, BuildServices& services, const Selection& selection,
+void add_stdcxx_compat(const BuildRequest& request, Services& services, const Selection& selection,
                        plan::PlanRequest& plan_request) {
   bool any_compiled = std::any_of(selection.variants.begin(), selection.variants.end(),
                                   [](const auto& b) { return b.variant.compiled(); });
@@ -350,7 +357,7 @@ void add_stdcxx_compat(const BuildRequest& request, BuildServices& services, con
                               "); libraries that need them will fail the ABI check");
 }
 
-Result<plan::PlanRequest> plan_request_for(const BuildRequest& request, BuildServices& services,
+Result<plan::PlanRequest> plan_request_for(const BuildRequest& request, Services& services,
                                            const config::KernelConfig& config, Selection& selection,
                                            const std::filesystem::path& work_dir, std::string& archs_reason) {
   const auto& kernel_dir = request.kernel_dir;
@@ -394,18 +401,19 @@ Result<plan::PlanRequest> plan_request_for(const BuildRequest& request, BuildSer
 
 }  // namespace
 
-Result<BuildOutcome> build(const BuildRequest& request, BuildServices& services) {
+Result<BuildOutcome> build(const BuildRequest& request, Services& services) {
   PhaseTimer timer(services.clock);
+  KB_TRY_ASSIGN(auto remote_settings, cache::remote_settings(services.env));
   const auto& kernel_dir = request.kernel_dir;
   const auto work_dir = kernel_dir / ".kbuild";
-  KB_TRY_ASSIGN(config::KernelConfig config, load_kernel(services.fs, kernel_dir, request.diagnostics));
+  KB_TRY_ASSIGN(config::KernelConfig config, load_kernel(services.fs, kernel_dir, diagnostics_to(services.reporter)));
   timer.mark("config");
   KB_TRY_ASSIGN(std::string ops_check_stamp, check_registration_prefix(services.launcher, services.fs, request.python,
                                                                        kernel_dir, work_dir / "ops-check.stamp"));
   timer.mark("ops check");
   KB_TRY(services.fs.make_dirs(work_dir));
   auto lock = lock_kernel_dir(services.fs, work_dir, request.wait_for_lock,
-                              [](const std::string& line) { util::log::info(line); });
+                              [](const std::string& line) { util::log::info(line); });  // stderr, even with -q
   // A kernel directory that cannot be written (a read-only mount, another user's checkout) can still
   // be checked: a build that finds everything up to date succeeds without writing anything.
   const bool read_only =
@@ -436,7 +444,7 @@ Result<BuildOutcome> build(const BuildRequest& request, BuildServices& services)
 
   timer.mark("plan");
   const double jobs_start = timer.elapsed();
-  KB_TRY_ASSIGN(exec::ExecSummary summary, execute(request, services, graph, work_dir, read_only));
+  KB_TRY_ASSIGN(exec::ExecSummary summary, execute(request, services, graph, work_dir, read_only, remote_settings));
   timer.mark("execute");
   std::filesystem::path trace = work_dir / "trace.json";
   if (summary.timings.empty() || read_only ||

@@ -1,8 +1,8 @@
 #pragma once
-// `kbuild build` as a library function, the counterpart of hub::publish: kernel directory and
+// `kbuild build` as a library function (the shape of usecase/services.hpp): kernel directory and
 // options in, build/<variant>/ and a summary (as data) out.
 //
-//   1. load build.toml (diagnostics to the request's sink; exit 2 on errors, nothing written);
+//   1. load build.toml (diagnostics to the reporter; exit 2 on errors, nothing written);
 //   2. the variants: the local toolchain's (usecase/local_variants.hpp), or the matrix's with pinned
 //      toolchains provisioned from kbuild.lock (usecase/matrix_session.hpp);
 //   3. the identity (ops id) and the job graph (plan/planner.hpp);
@@ -16,13 +16,13 @@
 #include <string>
 #include <vector>
 
-#include "kbuild/cache/remote.hpp"
 #include "kbuild/config/diagnostic.hpp"
 #include "kbuild/exec/command_runner.hpp"
 #include "kbuild/exec/executor.hpp"
 #include "kbuild/exec/reporter.hpp"
 #include "kbuild/plan/matrix.hpp"
 #include "kbuild/toolchain/provision.hpp"
+#include "kbuild/usecase/services.hpp"
 #include "kbuild/usecase/timings.hpp"
 #include "kbuild/util/fs.hpp"
 #include "kbuild/util/process.hpp"
@@ -30,21 +30,6 @@
 #include "kbuild/util/system.hpp"
 
 namespace kbuild::usecase {
-
-/// The side effects a build has, as seams (fakes in tests/support for unit tests).
-struct BuildServices {
-  util::FileSystem& fs;
-  util::ProcessLauncher& launcher;  ///< probes (python, nvcc, g++, git, pip)
-  exec::CommandRunner& runner;      ///< compile and link commands
-  exec::Reporter& reporter;         ///< progress, warnings, explanations
-  const util::Environment& env;     ///< CUDA_HOME, CXX, KBUILD_CACHE, KBUILD_CACHE_MAX_SIZE, ...
-  const util::Clock& clock;
-  util::Random& random;
-  cache::RemoteStore* remote_cache = nullptr;  ///< the compile cache's shared tier, if configured
-  bool remote_cache_writable = false;
-  /// Downloads source archives that no package index serves (CUTLASS releases missing from PyPI).
-  toolchain::UrlDownloader download_url = {};
-};
 
 struct BuildRequest {
   std::filesystem::path kernel_dir;  ///< absolute
@@ -65,7 +50,6 @@ struct BuildRequest {
   std::string manylinux = "manylinux_2_28";  ///< --manylinux: the ABI policy libraries must meet
   bool gate_libraries = true;                ///< see plan::PlanRequest::gate_libraries
   std::string builder_version;               ///< provenance."kernel-builder".version in metadata.json
-  config::DiagnosticSink diagnostics;
   /// What CUDA variants compile (--cuda-archs): "native" (the GPUs of this machine; every declared
   /// capability when it has none), "all" (every capability build.toml declares), or a list "8.0,9.0".
   std::string cuda_archs = "native";
@@ -85,7 +69,9 @@ struct BuildOutcome {
   std::filesystem::path trace;
 };
 
-Result<BuildOutcome> build(const BuildRequest& request, BuildServices& services);
+/// Remote compile cache: configured by KBUILD_REMOTE_CACHE* (cache/remote.hpp), reached over
+/// services.http; source archives are downloaded over it too.
+Result<BuildOutcome> build(const BuildRequest& request, Services& services);
 
 /// Takes the kernel directory's build lock (<work_dir>/lock): one build (or clean) of a directory
 /// at a time. When another process holds it: with `wait`, says so through `waiting` and waits;

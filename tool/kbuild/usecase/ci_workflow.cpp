@@ -1,5 +1,7 @@
 #include "kbuild/usecase/ci_workflow.hpp"
 
+#include "kbuild/usecase/kernel_source.hpp"
+
 #include "kbuild/layout/templates.hpp"
 #include "kbuild/util/strings.hpp"
 
@@ -35,6 +37,30 @@ Result<CiWorkflow> github_workflow(util::ProcessLauncher& launcher, const util::
     rel = ".";
   }
   return render_github_workflow(config, root, rel);
+}
+
+Result<CiOutcome> ci_workflow(const CiRequest& request, Services& services) {
+  KB_TRY_ASSIGN(config::KernelConfig config,
+                load_kernel(services.fs, request.kernel_dir, diagnostics_to(services.reporter)));
+  CiOutcome outcome;
+  KB_TRY_ASSIGN(outcome.workflow, github_workflow(services.launcher, services.fs, config, request.kernel_dir));
+  if (!request.write) return outcome;
+  auto path = request.output.empty() ? outcome.workflow.path : request.output;
+  if (services.fs.stat(path).exists && !request.force) {
+    // `kbuild init` writes the same workflow: right after it, there is nothing to do.
+    if (services.fs.read_file(path).value_or("") == outcome.workflow.text) {
+      outcome.up_to_date = true;
+      outcome.written = path;
+      return outcome;
+    }
+    return fail(path.string() +
+                    " exists and differs from what kbuild would write now (edited, or written by "
+                    "an older kbuild); nothing was written",
+                "pass --force to regenerate it (your edits to it are lost), or --stdout to compare", ExitCode::usage);
+  }
+  KB_TRY(services.fs.write_file_atomic(path, outcome.workflow.text));
+  outcome.written = path;
+  return outcome;
 }
 
 }  // namespace kbuild::usecase

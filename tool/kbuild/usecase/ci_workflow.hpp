@@ -7,6 +7,7 @@
 #include <string>
 
 #include "kbuild/config/model.hpp"
+#include "kbuild/usecase/services.hpp"
 #include "kbuild/util/fs.hpp"
 #include "kbuild/util/process.hpp"
 #include "kbuild/util/result.hpp"
@@ -30,6 +31,23 @@ struct CiWorkflow {
 /// by its path relative to that root ("." for a kernel at the root).
 Result<CiWorkflow> github_workflow(util::ProcessLauncher& launcher, const util::FileSystem& fs,
                                    const config::KernelConfig& config, const std::filesystem::path& kernel_dir);
+
+struct CiRequest {
+  std::filesystem::path kernel_dir;  ///< absolute
+  std::filesystem::path output;      ///< absolute; empty: the workflow's own path
+  bool write = true;                 ///< false (--stdout): only render
+  bool force = false;                ///< replace a workflow that differs (edited, or by an older kbuild)
+};
+
+struct CiOutcome {
+  CiWorkflow workflow;
+  std::filesystem::path written;  ///< where it was written; empty when not
+  bool up_to_date = false;        ///< the file was already there with this content
+};
+
+/// `kbuild ci github`: renders the workflow and writes it, refusing (exit 2) to replace a file that
+/// differs without `force`.
+Result<CiOutcome> ci_workflow(const CiRequest& request, Services& services);
 
 /// The same, pure: for a kernel at `kernel_rel` (relative, "." for the root) of `repo_root`.
 Result<CiWorkflow> render_github_workflow(const config::KernelConfig& config, const std::filesystem::path& repo_root,

@@ -6,8 +6,11 @@
 
 namespace kbuild::usecase {
 
-Result<CleanOutcome> clean(util::FileSystem& fs, const std::filesystem::path& kernel_dir, bool all, bool dry_run,
-                           const std::function<void(const std::string&)>& waiting) {
+Result<CleanOutcome> clean(const CleanRequest& request, Services& services) {
+  auto& fs = services.fs;
+  const auto& kernel_dir = request.kernel_dir;
+  const bool dry_run = request.dry_run;
+  auto waiting = [&services](const std::string& line) { services.reporter.info("kbuild: " + line); };
   if (!fs.stat(kernel_dir / "build.toml").is_file)
     return fail(kernel_dir.string() + " is not a kernel directory (no build.toml); nothing removed",
                 "run kbuild clean inside the kernel directory or pass it as an argument", ExitCode::usage);
@@ -24,7 +27,7 @@ Result<CleanOutcome> clean(util::FileSystem& fs, const std::filesystem::path& ke
     if (!dry_run) KB_TRY(fs.remove_all(work_dir));
     if (any) outcome.removed.push_back(work_dir);
   }
-  if (all && fs.stat(kernel_dir / "build").exists) {
+  if (request.all && fs.stat(kernel_dir / "build").exists) {
     if (!dry_run) KB_TRY(fs.remove_all(kernel_dir / "build"));
     outcome.removed.push_back(kernel_dir / "build");
   }

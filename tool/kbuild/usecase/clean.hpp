@@ -5,20 +5,25 @@
 // the same file).
 
 #include <filesystem>
-#include <functional>
 #include <string>
 #include <vector>
 
-#include "kbuild/util/fs.hpp"
+#include "kbuild/usecase/services.hpp"
 #include "kbuild/util/result.hpp"
 
 namespace kbuild::usecase {
+
+struct CleanRequest {
+  std::filesystem::path kernel_dir;  ///< absolute
+  bool all = false;                  ///< build/ too
+  bool dry_run = false;              ///< only say what would be removed
+};
 
 struct CleanOutcome {
   std::vector<std::filesystem::path> removed;  ///< (or, with dry_run, what would be)
 };
 
-Result<CleanOutcome> clean(util::FileSystem& fs, const std::filesystem::path& kernel_dir, bool all, bool dry_run,
-                           const std::function<void(const std::string&)>& waiting);
+/// Waits for a running build of the directory (saying so through the reporter) before removing.
+Result<CleanOutcome> clean(const CleanRequest& request, Services& services);
 
 }  // namespace kbuild::usecase

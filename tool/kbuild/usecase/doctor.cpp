@@ -25,7 +25,7 @@ std::string to_string(Finding::Status status) {
 
 namespace {
 
-void python_and_torch(const DoctorRequest& request, DoctorServices& services, std::vector<Finding>& out) {
+void python_and_torch(const DoctorRequest& request, Services& services, std::vector<Finding>& out) {
   auto choice = config::choose_python(request.python, services.fs, services.env);
   if (!choice) {
     out.push_back({"python", Status::missing, choice.error().message, choice.error().hint});
@@ -53,7 +53,7 @@ void python_and_torch(const DoctorRequest& request, DoctorServices& services, st
                  ""});
 }
 
-void compilers(DoctorServices& services, std::vector<Finding>& out) {
+void compilers(Services& services, std::vector<Finding>& out) {
   auto cuda = toolchain::probe_cuda(services.launcher, services.fs, services.env.get("CUDA_HOME"));
   if (cuda && *cuda)
     out.push_back({"nvcc", Status::ok, (*cuda)->version.str() + ", " + (*cuda)->nvcc.string(), ""});
@@ -70,7 +70,7 @@ void compilers(DoctorServices& services, std::vector<Finding>& out) {
     out.push_back({"host compiler", Status::missing, cxx + ": " + host.error().message, "install g++ or set CXX"});
 }
 
-void machine(DoctorServices& services, const util::CacheLayout& cache, std::vector<Finding>& out) {
+void machine(Services& services, const util::CacheLayout& cache, std::vector<Finding>& out) {
   auto gpus = toolchain::detect_gpu_capabilities(services.launcher, services.fs, cache.temp() / "gpus");
   out.push_back(gpus.empty() ? Finding{"gpu", Status::warning, "none found",
                                        "local CUDA builds compile every declared capability; kbuild test cannot "
@@ -83,7 +83,7 @@ void machine(DoctorServices& services, const util::CacheLayout& cache, std::vect
 
 }  // namespace
 
-Result<std::vector<Finding>> doctor(const DoctorRequest& request, DoctorServices& services) {
+Result<DoctorOutcome> doctor(const DoctorRequest& request, Services& services) {
   std::vector<Finding> out;
   python_and_torch(request, services, out);
   compilers(services, out);

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "kbuild/util/fs.hpp"
+#include "kbuild/usecase/services.hpp"
 #include "kbuild/util/process.hpp"
 #include "kbuild/util/result.hpp"
 #include "kbuild/util/system.hpp"
@@ -15,12 +15,6 @@ namespace kbuild::usecase {
 
 struct DoctorRequest {
   std::string python;  ///< --python (empty: KBUILD_PYTHON, the user config, python3)
-};
-
-struct DoctorServices {
-  util::FileSystem& fs;
-  util::ProcessLauncher& launcher;
-  const util::Environment& env;
 };
 
 struct Finding {
@@ -34,6 +28,9 @@ struct Finding {
 std::string to_string(Finding::Status status);
 
 /// The findings, in a fixed order. Error only for a user config file that cannot be read.
-Result<std::vector<Finding>> doctor(const DoctorRequest& request, DoctorServices& services);
+/// One finding per thing checked, in a fixed order.
+using DoctorOutcome = std::vector<Finding>;
+
+Result<DoctorOutcome> doctor(const DoctorRequest& request, Services& services);
 
 }  // namespace kbuild::usecase

@@ -1,5 +1,7 @@
 #include "kbuild/usecase/init_project.hpp"
 
+#include "kbuild/usecase/hub_access.hpp"
+
 #include <algorithm>
 #include <map>
 #include <regex>
@@ -81,10 +83,22 @@ Result<void> validate(const InitRequest& request, const util::FileSystem& fs) {
   return {};
 }
 
+// As kernel-builder does, the owner comes from the Hub token (whoami) when none was given.
+bool take_owner_from_token(InitRequest& request, Services& services) {
+  if (!request.repo_id.empty() || !request.owner_from_token) return false;
+  auto owner = token_owner_quickly(services);
+  if (owner) request.repo_id = *owner + "/" + request.name;
+  return owner.has_value();
+}
+
 }  // namespace
 
-Result<InitOutcome> init_project(const InitRequest& request, util::FileSystem& fs, util::ProcessLauncher& launcher) {
-  KB_TRY(validate(request, fs));
+Result<InitOutcome> init_project(const InitRequest& given, Services& services) {
+  auto& fs = services.fs;
+  auto& launcher = services.launcher;
+  KB_TRY(validate(given, fs));
+  InitRequest request = given;
+  const bool owner_from_token = take_owner_from_token(request, services);
   auto has = [&](const std::string& backend) {
     return std::find(request.backends.begin(), request.backends.end(), backend) != request.backends.end();
   };
@@ -104,6 +118,8 @@ Result<InitOutcome> init_project(const InitRequest& request, util::FileSystem& f
   // Assemble next to the target, then rename: an interrupted init leaves nothing half-written.
   auto staging = util::temp_sibling(request.target);
   InitOutcome outcome;
+  outcome.repo_id = vars["REPO_ID"];
+  outcome.owner_from_token = owner_from_token;
   auto written = [&]() -> Result<void> {
     for (const auto& path : layout::template_paths()) {
       if (!path.starts_with("init/")) continue;

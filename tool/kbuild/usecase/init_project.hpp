@@ -9,8 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "kbuild/util/fs.hpp"
-#include "kbuild/util/process.hpp"
+#include "kbuild/usecase/services.hpp"
 #include "kbuild/util/result.hpp"
 
 namespace kbuild::usecase {
@@ -18,7 +17,9 @@ namespace kbuild::usecase {
 struct InitRequest {
   std::string name;              ///< the kernel name (general.name)
   std::filesystem::path target;  ///< absolute; must not exist, or be an empty directory
-  std::string repo_id;           ///< [general.hub] repo-id; empty: your-org/<name>
+  std::string repo_id;  ///< [general.hub] repo-id; empty: <owner of the Hub token>/<name>, else your-org/<name>
+  /// With an empty repo_id: ask the Hub whose token is configured (3 s at most, never offline).
+  bool owner_from_token = true;
   std::string license = "Apache-2.0";
   std::vector<std::string> backends = {"cpu", "cuda"};  ///< a non-empty subset of cpu, cuda
   bool git = true;                                      ///< git init + add
@@ -29,10 +30,12 @@ struct InitRequest {
 struct InitOutcome {
   std::vector<std::string> files;  ///< written, relative to the target
   bool git_created = false;        ///< false also when git was asked for but is not available
+  std::string repo_id;             ///< as written into build.toml
+  bool owner_from_token = false;   ///< repo_id's owner came from the Hub token
 };
 
 /// Validates the request (exit 2 for a bad name, license, backend list or a non-empty target), then
 /// writes the project.
-Result<InitOutcome> init_project(const InitRequest& request, util::FileSystem& fs, util::ProcessLauncher& launcher);
+Result<InitOutcome> init_project(const InitRequest& request, Services& services);
 
 }  // namespace kbuild::usecase

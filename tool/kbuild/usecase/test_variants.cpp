@@ -99,7 +99,7 @@ void sweep_dead_stagings(util::FileSystem& fs, const fs::path& dir) {
 }
 
 // The environment for `requirement` ("torch==2.15.0"), created when missing.
-Result<fs::path> test_environment(const TestRequest& request, TestServices& services, const PythonTorch& base,
+Result<fs::path> test_environment(const TestRequest& request, Services& services, const PythonTorch& base,
                                   const TorchSource& torch) {
   const std::string& requirement = torch.requirement;
   const fs::path tests_requirements = request.kernel_dir / "tests" / "requirements.txt";
@@ -116,13 +116,13 @@ Result<fs::path> test_environment(const TestRequest& request, TestServices& serv
 
   const std::string what = "a test environment for " + requirement + " (Python " + base.python_version + ") in " +
                            dir.string() + " (pip downloads Torch: several GB)";
-  if (!request.create_env && !(services.confirm && services.confirm("create " + what + "?")))
+  if (!request.create_env && !services.reporter.confirm("create " + what + "?"))
     return fail("kbuild test needs " + what,
                 "pass --create-env to create it (once; later runs reuse it), or --python with a Python whose Torch "
                 "is " +
                     version,
                 ExitCode::toolchain);
-  services.info("creating " + what);
+  services.reporter.info("kbuild: creating " + what);
   KB_TRY(services.fs.make_dirs(cache.test_envs()));
   fs::path staging = util::temp_sibling(dir);
   // Stagings of earlier runs that were killed (SIGKILL, power loss): their processes are gone.
@@ -160,7 +160,7 @@ Result<fs::path> test_environment(const TestRequest& request, TestServices& serv
     if (!services.fs.stat(dir / ".complete").is_file) return fail(renamed.error());  // else: made meanwhile
   }
   if (auto size = util::tree_size(services.fs, dir))
-    services.info("created " + dir.string() + " (" + util::human_size(*size) + ")");
+    services.reporter.info("kbuild: created " + dir.string() + " (" + util::human_size(*size) + ")");
   return python;
 }
 
@@ -234,7 +234,7 @@ Result<std::vector<std::pair<std::string, config::Variant>>> select_variants(con
 }
 
 // The --python interpreter and its Torch (none: it still creates the environments).
-Result<PythonTorch> base_python(const TestRequest& request, TestServices& services) {
+Result<PythonTorch> base_python(const TestRequest& request, Services& services) {
   if (auto base = probe(services.launcher, request.python)) return *base;
   auto python = services.launcher.find(request.python);
   if (!python)
@@ -296,7 +296,7 @@ std::map<std::string, std::string> test_run_environment(const TestRequest& reque
 }
 
 // Runs pytest for one variant with `env` and reads its JUnit report into `result`.
-Result<void> run_pytest(const TestRequest& request, TestServices& services, const config::KernelConfig& config,
+Result<void> run_pytest(const TestRequest& request, Services& services, const config::KernelConfig& config,
                         const std::string& name, const config::Variant& variant, const PythonTorch& env,
                         VariantTestResult& result) {
   auto cache = util::CacheLayout::from_environment(services.env);
@@ -335,17 +335,17 @@ Result<void> run_pytest(const TestRequest& request, TestServices& services, cons
 }
 
 // Refuses variants older than their sources (unless allowed); says which cannot be compared.
-Result<void> require_current(const TestRequest& request, TestServices& services, const config::KernelConfig& config,
+Result<void> require_current(const TestRequest& request, Services& services, const config::KernelConfig& config,
                              const std::vector<std::pair<std::string, config::Variant>>& selected) {
   std::vector<std::string> names;
   for (const auto& [name, variant] : selected) names.push_back(name);
   KB_TRY_ASSIGN(auto freshness, variant_freshness(services.fs, request.kernel_dir, config, names));
   for (const auto& entry : freshness) {
     if (entry.state == VariantFreshness::State::unknown)
-      services.info("warning: build/" + entry.variant + " is not compared with the sources: " + entry.reason);
+      services.reporter.warning("build/" + entry.variant + " is not compared with the sources: " + entry.reason);
     else if (entry.state == VariantFreshness::State::stale && request.allow_stale)
-      services.info("warning: build/" + entry.variant + " is older than the sources (" + entry.reason +
-                    "); testing it anyway (--allow-stale)");
+      services.reporter.warning("build/" + entry.variant + " is older than the sources (" + entry.reason +
+                                "); testing it anyway (--allow-stale)");
   }
   if (request.allow_stale) return {};
   return refuse_stale(freshness, "test", request.kernel_dir);
@@ -353,7 +353,7 @@ Result<void> require_current(const TestRequest& request, TestServices& services,
 
 }  // namespace
 
-Result<std::vector<VariantTestResult>> test_variants(const TestRequest& request, TestServices& services) {
+Result<TestOutcome> test_variants(const TestRequest& request, Services& services) {
   KB_TRY_ASSIGN(auto selected, select_variants(request, services.fs));
   KB_TRY_ASSIGN(config::KernelConfig config, load_kernel(services.fs, request.kernel_dir, {}));
   // The test environments are in the cache: `kbuild cache prune` waits while tests run.

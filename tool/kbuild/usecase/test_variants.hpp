@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "kbuild/usecase/services.hpp"
 #include "kbuild/util/fs.hpp"
 #include "kbuild/util/process.hpp"
 #include "kbuild/util/result.hpp"
@@ -48,17 +49,6 @@ struct TestRequest {
   bool allow_stale = false;   ///< test variants older than their sources too (usecase/freshness.hpp)
   bool online = false;        ///< leave HF_HUB_OFFLINE unset in the test runs
   bool create_env = false;    ///< create missing test environments without asking
-};
-
-struct TestServices {
-  util::FileSystem& fs;
-  util::ProcessLauncher& launcher;
-  const util::Environment& env;
-  const util::Clock& clock;
-  std::function<void(const std::string&)> info;  ///< progress lines ("creating the Torch 2.15.0 test environment")
-  /// Asked before a test environment (gigabytes of downloads) is created without `create_env`:
-  /// true to go ahead. Null (no terminal to ask on): refused with a hint to pass --create-env.
-  std::function<bool(const std::string&)> confirm;
 };
 
 struct VariantTestResult {
@@ -83,6 +73,11 @@ TestCounts parse_junit_counts(const std::string& xml);
 
 /// Runs the tests of every selected variant (error only for a bad request: no build/, no tests/,
 /// an unknown variant; a failing variant is a result).
-Result<std::vector<VariantTestResult>> test_variants(const TestRequest& request, TestServices& services);
+/// One result per variant, in build/ order.
+using TestOutcome = std::vector<VariantTestResult>;
+
+/// A missing test environment (gigabytes of downloads) is created with `create_env`, or when
+/// services.reporter.confirm() says yes; otherwise refused with a hint to pass --create-env.
+Result<TestOutcome> test_variants(const TestRequest& request, Services& services);
 
 }  // namespace kbuild::usecase

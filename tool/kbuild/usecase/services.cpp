@@ -1,0 +1,21 @@
+#include "kbuild/usecase/services.hpp"
+
+#include "kbuild/hub/url_download.hpp"
+#include "kbuild/util/interrupt.hpp"
+
+namespace kbuild::usecase {
+
+config::DiagnosticSink diagnostics_to(exec::Reporter& reporter) {
+  return [&reporter](const std::vector<config::Diagnostic>& found) { reporter.diagnostics(found); };
+}
+
+toolchain::UrlDownloader url_downloader(net::HttpTransport& transport) {
+  return [&transport](const std::string& url, const std::filesystem::path& destination) -> Result<void> {
+    auto downloaded = hub::download_url(transport, url, destination);
+    if (!downloaded && util::interrupted()) return util::interrupted_failure("while downloading " + url);
+    KB_TRY(downloaded);
+    return {};
+  };
+}
+
+}  // namespace kbuild::usecase
