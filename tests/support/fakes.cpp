@@ -82,6 +82,12 @@ std::expected<net::HttpResponse, net::TransportError> FakeHttp::send(const net::
   requests.push_back(request);
   std::string url = request.url.substr(0, request.url.find('?'));
   std::string key = request.method + " " + url;
+  if (store_puts && request.method == "PUT") {
+    answer("GET " + url, request.body);
+    net::HttpResponse created;
+    created.status = 201;
+    return created;
+  }
   if (auto exact = answers.find(key); exact != answers.end()) return exact->second;
   const net::HttpResponse* best = nullptr;
   size_t best_length = 0;

@@ -79,6 +79,9 @@ class FakeHttp final : public net::HttpTransport {
  public:
   std::map<std::string, net::HttpResponse> answers;
   std::vector<net::HttpRequest> requests;
+  /// A key-value server (a cache server): a PUT is answered 201 and its body becomes the answer to
+  /// GETs of the same URL.
+  bool store_puts = false;
   std::expected<net::HttpResponse, net::TransportError> send(const net::HttpRequest& request) override;
   /// Shorthand: a JSON (or any) 200 answer for "METHOD URL".
   void answer(const std::string& key, std::string body, int status = 200);

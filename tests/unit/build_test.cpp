@@ -138,6 +138,30 @@ TEST_F(BuildFixture, FailuresAndBadRequestsAreErrorsWithTheirExitCodes) {
   EXPECT_FALSE(fs.stat("/k/build/torch211-cxx11-cpu-x86_64-linux").exists);
 }
 
+TEST_F(BuildFixture, TheRemoteCacheIsReachedOverTheHttpSeam) {
+  env.values["KBUILD_REMOTE_CACHE"] = "http://cache.test/kb";
+  http.store_puts = true;
+  ASSERT_TRUE(usecase::build(request(), services));
+  size_t puts = 0;
+  for (const auto& r : http.requests) puts += r.method == "PUT" && r.url.starts_with("http://cache.test/kb/");
+  EXPECT_GE(puts, 4u);  // manifests and objects of the entries, each object once
+  // Another machine: its own (empty) local cache, the same remote: nothing is compiled.
+  copy_kernel_to("/k2");
+  fs.remove_all("/cache/objects");
+  auto copy = request();
+  copy.kernel_dir = "/k2";
+  runner.started.clear();
+  auto outcome = usecase::build(copy, services);
+  ASSERT_TRUE(outcome) << outcome.error().message;
+  EXPECT_TRUE(runner.started.empty());
+  EXPECT_EQ(outcome->summary.cache_hits, 4u);
+
+  env.values["KBUILD_REMOTE_CACHE"] = "ftp://cache.test";  // refused before anything is built
+  auto refused = usecase::build(request(), services);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, ExitCode::usage);
+}
+
 TEST_F(BuildFixture, AnInvalidCacheSizeIsAUsageError) {
   env.values["KBUILD_CACHE_MAX_SIZE"] = "10 gigs";
   auto outcome = usecase::build(request(), services);
@@ -256,55 +280,7 @@ TEST(RegistrationPrefix, VerdictCarriesKernelBuildersHeadingAndEveryLocation) {
   EXPECT_EQ(broken.error().code, ExitCode::toolchain);
 }
 
-// A matrix build: Torch 2.10 and 2.11 pinned in kbuild.lock and already unpacked in the toolchain
-// cache (a warm machine), so no download runs; each variant compiles against its own Torch.
-struct MatrixBuildFixture : BuildFixture {
-  static constexpr const char* k_sha_210 = "1010101010101010101010101010101010101010101010101010101010101010";
-  static constexpr const char* k_sha_211 = "1111111111111111111111111111111111111111111111111111111111111111";
-
-  void SetUp() override {
-    BuildFixture::SetUp();
-    fs.put("/k/kbuild.toml", "[matrix]\ntorch = [\"2.10\", \"2.11\"]\ncuda = []\ncpu = true\n");
-    toolchain::LockFile lock;
-    lock.toolchains["torch-2.10"] = {{"torch", "2.10.0", "torch-2.10.0-cp312-manylinux_2_28_x86_64.whl", k_sha_210}};
-    lock.toolchains["torch-2.11"] = {{"torch", "2.11.0", "torch-2.11.0-cp312-manylinux_2_28_x86_64.whl", k_sha_211}};
-    fs.put("/k/kbuild.lock", lock.serialize());
-    unpacked_torch("2.10.0", k_sha_210);
-    unpacked_torch("2.11.0", k_sha_211);
-  }
-
-  // What Provisioner::torch leaves in the cache for a wheel: headers, libraries, version.py, .complete.
-  void unpacked_torch(const std::string& version, const std::string& sha) {
-    std::string root = "/cache/toolchains/torch-" + version + "-" + sha.substr(0, 12);
-    fs.put(root + "/torch/version.py", "__version__ = '" + version + "+cu130'\ngit_version = 'abc'\n");
-    fs.put(root + "/torch/include/torch/library.h", "");
-    fs.put(root + "/torch/include/ATen/Config.h", "#define AT_PARALLEL_OPENMP 1\n");
-    fs.put(root + "/torch/lib/libc10.so", "... St7__cxx11 ...");
-    fs.put(root + "/.complete", "torch wheel\n");
-  }
-
-  usecase::BuildRequest matrix_request() const {
-    auto r = request();
-    r.matrix = true;
-    r.locked = true;
-    return r;
-  }
-
-  // The include directories of Torch on the command lines that produced `output_part`.
-  std::set<std::string> torch_roots_for(const std::string& output_part) const {
-    std::set<std::string> roots;
-    for (const auto& argv : runner.started) {
-      bool match = false;
-      for (const auto& arg : argv) match = match || arg.find(output_part) != std::string::npos;
-      if (!match) continue;
-      for (const auto& arg : argv)
-        if (arg.find("/cache/toolchains/torch-") != std::string::npos)
-          roots.insert(
-              arg.substr(arg.find("/cache/toolchains/"), std::string("/cache/toolchains/torch-2.1x.0").size()));
-    }
-    return roots;
-  }
-};
+using fakes::MatrixBuildFixture;
 
 TEST_F(MatrixBuildFixture, EachVariantIsBuiltAgainstItsOwnPinnedTorch) {
   auto outcome = usecase::build(matrix_request(), services);
