@@ -1,10 +1,15 @@
 // The smaller use cases through usecase::Services of fakes: clean (usecase/clean.hpp), the CI
-// workflow (usecase/ci_workflow.hpp), toolchains lock and fetch (usecase/toolchains.hpp).
+// workflow (usecase/ci_workflow.hpp), toolchains lock and fetch (usecase/toolchains.hpp), the cache
+// commands (usecase/cache_admin.hpp), check (usecase/check_variants.hpp), variants
+// (usecase/list_variants.hpp).
 
 #include <gtest/gtest.h>
 
+#include "kbuild/usecase/cache_admin.hpp"
+#include "kbuild/usecase/check_variants.hpp"
 #include "kbuild/usecase/ci_workflow.hpp"
 #include "kbuild/usecase/clean.hpp"
+#include "kbuild/usecase/list_variants.hpp"
 #include "kbuild/usecase/toolchains.hpp"
 #include "support/build_fixture.hpp"
 
@@ -90,4 +95,86 @@ TEST_F(ToolchainsFixture, PinnedAndUnpackedToolchainsNeedNoDownload) {
   auto refused = usecase::fetch_toolchains(fetch, services);
   ASSERT_FALSE(refused);
   EXPECT_EQ(fs.content("/k/kbuild.lock"), lock_text);
+}
+
+using CacheFixture = fakes::BuildFixture;
+
+TEST_F(CacheFixture, StatsPruneVerifyAndClean) {
+  ASSERT_TRUE(usecase::build(request(), services));
+  auto stats = usecase::cache_stats(services);
+  ASSERT_TRUE(stats) << stats.error().message;
+  EXPECT_EQ(stats->directory, "/cache");
+  EXPECT_EQ(stats->summary.counters.stores, 4u);
+  EXPECT_GT(stats->usage.total_bytes(), 0u);
+  EXPECT_FALSE(stats->remote);
+
+  auto bad = usecase::cache_prune({"lots", false, true}, services);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().code, ExitCode::usage);
+  auto dry = usecase::cache_prune({"0", true, true}, services);
+  ASSERT_TRUE(dry) << dry.error().message;
+  EXPECT_FALSE(dry->report.removed.empty());
+  EXPECT_EQ(usecase::cache_stats(services)->usage.total_bytes(), stats->usage.total_bytes());  // nothing removed
+
+  fs.put("/cache/objects/ab/" + std::string(64, 'a'), "not what its name says");
+  auto verified = usecase::cache_verify(services);
+  ASSERT_TRUE(verified) << verified.error().message;
+  EXPECT_EQ(verified->report.removed, 1u);
+
+  ASSERT_TRUE(usecase::cache_clean(false, services));
+  EXPECT_FALSE(fs.stat("/cache/objects").exists);
+}
+
+using CheckFixture = fakes::BuildFixture;
+
+TEST_F(CheckFixture, AVariantOlderThanItsSourcesIsAnErrorUnlessAllowed) {
+  EXPECT_EQ(usecase::check_variants({"/k", "manylinux_2_28", false}, services).error().code, ExitCode::usage);
+  ASSERT_TRUE(usecase::build(request(), services));
+  EXPECT_EQ(usecase::check_variants({"/k", "manylinux_1", false}, services).error().code, ExitCode::usage);
+  auto fresh = usecase::check_variants({"/k", "none", false}, services);
+  ASSERT_TRUE(fresh) << fresh.error().message;
+  ASSERT_EQ(fresh->variants.size(), 1u);
+  auto stale_issues = [](const usecase::CheckOutcome& outcome) {
+    size_t count = 0;
+    for (const auto& issue : outcome.variants[0].issues)
+      count += issue.message.starts_with("older than the sources") ? (issue.error ? 1 : 100) : 0;
+    return count;
+  };
+  EXPECT_EQ(stale_issues(*fresh), 0u);
+  fs.put("/k/relu_cpu/relu.cpp", "// edited");
+  auto stale = usecase::check_variants({"/k", "none", false}, services);
+  ASSERT_TRUE(stale);
+  EXPECT_EQ(stale_issues(*stale), 1u);  // an error
+  EXPECT_GE(stale->errors, 1u);
+  auto allowed = usecase::check_variants({"/k", "none", true}, services);
+  ASSERT_TRUE(allowed);
+  EXPECT_EQ(stale_issues(*allowed), 100u);  // a warning
+}
+
+using VariantsFixture = fakes::MatrixBuildFixture;
+
+TEST_F(VariantsFixture, TheMatrixWithItsToolchainsOrWhatALocalBuildMakes) {
+  auto matrix = usecase::list_variants({"/k", std::nullopt, {}, {}}, services);
+  ASSERT_TRUE(matrix) << matrix.error().message;
+  EXPECT_EQ(matrix->kernel, "relu");
+  ASSERT_EQ(matrix->variants.size(), 2u);
+  EXPECT_EQ(matrix->variants[0].variant.name(), "torch210-cxx11-cpu-x86_64-linux");
+  EXPECT_TRUE(matrix->variants[0].toolchain_present);  // pinned and unpacked
+  fs.remove_all("/cache/toolchains");
+  auto cold = usecase::list_variants({"/k", std::nullopt, {}, {}}, services);
+  ASSERT_TRUE(cold);
+  EXPECT_FALSE(cold->variants[0].toolchain_present);
+
+  auto local = usecase::list_variants({"/k", "python3", {}, {}}, services);
+  ASSERT_TRUE(local) << local.error().message;
+  ASSERT_EQ(local->variants.size(), 1u);  // no CUDA toolkit here: the CPU variant, the CUDA one left out
+  EXPECT_EQ(local->variants[0].variant.name(), "torch211-cxx11-cpu-x86_64-linux");
+  EXPECT_NE(local->origin.find("torch 2.11.0"), std::string::npos) << local->origin;
+
+  plan::MatrixFilter filter;
+  filter.torch = {"2.10"};
+  EXPECT_EQ(usecase::list_variants({"/k", "python3", filter, {}}, services).error().code, ExitCode::usage);
+  auto filtered = usecase::list_variants({"/k", std::nullopt, filter, {}}, services);
+  ASSERT_TRUE(filtered);
+  EXPECT_EQ(filtered->variants.size(), 1u);
 }

@@ -4,10 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kbuild/cache/compile_cache.hpp"
-#include "kbuild/cache/usage.hpp"
 #include "kbuild/cli/command.hpp"
-#include "kbuild/util/cache_layout.hpp"
+#include "kbuild/usecase/cache_admin.hpp"
 
 namespace kbuild::cli {
 
@@ -20,12 +18,14 @@ std::string human(std::uint64_t bytes) {
 }
 
 Result<ExitCode> run_stats(bool json, Services& services) {
-  auto dir = util::CacheLayout::from_environment(services.env).root;
-  KB_TRY_ASSIGN(auto summary, cache::CompileCache::summarize(services.fs, dir));
-  KB_TRY_ASSIGN(auto usage, cache::cache_usage(services.fs, dir));
-  KB_TRY_ASSIGN(std::uint64_t cap, cache::max_cache_bytes(services.env));
-  KB_TRY_ASSIGN(auto remote, cache::remote_settings(services.env));
-  const auto& c = summary.counters;
+  LogReporter reporter(false);
+  auto use_case_services = services.with(reporter);
+  KB_TRY_ASSIGN(auto stats, usecase::cache_stats(use_case_services));
+  const auto& dir = stats.directory;
+  const auto& usage = stats.usage;
+  const auto& remote = stats.remote;
+  const auto cap = stats.cap_bytes;
+  const auto& c = stats.summary.counters;
   if (json) {
     nlohmann::ordered_json parts = nlohmann::ordered_json::object();
     for (const auto& part : usage.parts) parts[part.name] = {{"entries", part.entries}, {"bytes", part.bytes}};
@@ -76,22 +76,15 @@ struct PruneOptions {
 };
 
 Result<ExitCode> run_prune(const PruneOptions& options, Services& services) {
-  auto dir = util::CacheLayout::from_environment(services.env).root;
-  std::uint64_t target = 0;
-  if (options.max_size.empty()) {
-    KB_TRY_ASSIGN(target, cache::max_cache_bytes(services.env));
-  } else {
-    auto parsed = cache::parse_size(options.max_size);
-    if (!parsed)
-      return fail("--max-size " + options.max_size + " is not a size", "e.g. --max-size 20G (binary units)",
-                  ExitCode::usage);
-    target = *parsed;
-  }
-  KB_TRY_ASSIGN(auto lock, cache::lock_cache_exclusive(services.fs, dir, !options.no_wait));
-  if (!lock)
-    return fail("a kbuild build or test is using the cache in " + dir.string(),
-                "run prune when it is done, or without --no-wait to wait for it");
-  KB_TRY_ASSIGN(auto report, cache::prune_cache(services.fs, dir, target, options.dry_run));
+  usecase::CachePruneRequest request;
+  if (!options.max_size.empty()) request.max_size = options.max_size;
+  request.dry_run = options.dry_run;
+  request.wait = !options.no_wait;
+  LogReporter reporter(false);
+  auto use_case_services = services.with(reporter);
+  KB_TRY_ASSIGN(auto outcome, usecase::cache_prune(request, use_case_services));
+  const auto& report = outcome.report;
+  const auto target = outcome.target_bytes;
   for (const auto& entry : report.removed)
     fmt::print("{} {} ({})\n", options.dry_run ? "would remove" : "removed", entry.path.string(), human(entry.bytes));
   fmt::print("{} {} in {} entr{}: {} -> {} (target {})\n", options.dry_run ? "would free" : "freed",
@@ -101,26 +94,22 @@ Result<ExitCode> run_prune(const PruneOptions& options, Services& services) {
 }
 
 Result<ExitCode> run_clean_cache(bool toolchains, Services& services) {
-  auto dir = util::CacheLayout::from_environment(services.env).root;
-  std::vector<std::string> parts;
-  for (auto part = util::CacheLayout::compile_cache_parts(); *part; ++part) parts.push_back(*part);
-  if (toolchains) {
-    parts.push_back("toolchains");
-    parts.push_back("downloads");
-    parts.push_back("test-envs");
-  }
-  for (const auto& part : parts) KB_TRY(services.fs.remove_all(dir / part));
+  LogReporter reporter(false);
+  auto use_case_services = services.with(reporter);
+  KB_TRY_ASSIGN(auto outcome, usecase::cache_clean(toolchains, use_case_services));
   fmt::print("emptied the compile cache{} in {}\n", toolchains ? ", the toolchains and the test environments" : "",
-             dir.string());
+             outcome.directory.string());
   return ExitCode::ok;
 }
 
 Result<ExitCode> run_verify(Services& services) {
-  auto dir = util::CacheLayout::from_environment(services.env).root;
-  KB_TRY_ASSIGN(auto report, cache::CompileCache::verify(services.fs, dir));
+  LogReporter reporter(false);
+  auto use_case_services = services.with(reporter);
+  KB_TRY_ASSIGN(auto outcome, usecase::cache_verify(use_case_services));
+  const auto& report = outcome.report;
   for (const auto& problem : report.problems) fmt::print("  {}\n", problem);
   fmt::print("checked {} objects and {} manifests in {}: {} damaged, removed; {} leftover temporary file(s) removed\n",
-             report.objects, report.manifests, dir.string(), report.removed, report.leftovers);
+             report.objects, report.manifests, outcome.directory.string(), report.removed, report.leftovers);
   return ExitCode::ok;
 }
 
