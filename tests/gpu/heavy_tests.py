@@ -46,8 +46,10 @@ def main() -> int:
     env = dict(os.environ, PYTHONPATH=f"{import_dir}:{os.environ.get('PYTHONPATH', '')}", HF_HUB_OFFLINE="1")
     metadata = json.loads((variant / "metadata.json").read_text())
     print("variant", variant.name, "id", metadata.get("id"), flush=True)
+    # The kernel is its own rootdir: a kernel copied under this repository would otherwise get test
+    # ids relative to the repository's pytest.ini, which the run inside the kernel cannot resolve.
     collected = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-                                "--continue-on-collection-errors", tests],
+                                f"--rootdir={kernel}", "--continue-on-collection-errors", tests],
                                cwd=kernel, env=env, capture_output=True, text=True)
     ids = [line for line in collected.stdout.splitlines() if "::" in line]
     for line in collected.stdout.splitlines():
@@ -59,7 +61,8 @@ def main() -> int:
     step = every or max(1, len(ids) // 400)
     sample = ids[::step]
     print(f"collected {len(ids)} tests, running every {step}th: {len(sample)}", flush=True)
-    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *sample], cwd=kernel, env=env)
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--rootdir={kernel}",
+                          *sample], cwd=kernel, env=env)
     return run.returncode
 
 

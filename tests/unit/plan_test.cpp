@@ -39,6 +39,24 @@ TEST(Variant, ParseRoundTrips) {
     ASSERT_TRUE(variant) << name;
     EXPECT_EQ(variant->name(), name);
   }
+  // Every kind of the table: its names parse back to it, and its properties say what it needs.
+  for (const char* name : {"torch-stable-abi211-cu130-x86_64-linux", "tvm-ffi01-cpu-aarch64-linux"}) {
+    auto variant = Variant::parse(name);
+    ASSERT_TRUE(variant) << name;
+    EXPECT_EQ(variant->name(), name);
+  }
+  auto stable = *Variant::parse("torch-stable-abi211-cpu-x86_64-linux");
+  EXPECT_EQ(stable.kind, Variant::Kind::stable_abi);
+  EXPECT_TRUE(stable.traits().torch_target_version && stable.traits().stable_abi_gate);
+  EXPECT_EQ(stable.traits().loads_with, config::TorchMatch::at_least);
+  auto tvm = *Variant::parse("tvm-ffi01-cpu-x86_64-linux");
+  EXPECT_EQ(tvm.kind, Variant::Kind::tvm_ffi);
+  EXPECT_EQ(tvm.tvm_ffi, util::Version({0, 1}));
+  EXPECT_TRUE(tvm.traits().tvm_ffi_toolchain && !tvm.traits().torch_toolchain);
+  EXPECT_EQ(tvm.traits().library_suffix, ".so");
+  EXPECT_FALSE(Variant::parse("torch-cpu")->compiled());
+  EXPECT_FALSE(Variant::parse("tvm-ffi01-cxx11-cpu-x86_64-linux"));  // only Torch's C++ ABI has a tag
+  EXPECT_FALSE(Variant::parse("torch-stable-abi211-cxx11-cpu-x86_64-linux"));
   EXPECT_FALSE(Variant::parse("torch211-cxx11-rocm71-x86_64-linux"));
   EXPECT_FALSE(Variant::parse("torch211-cxx11-cu130-x86_64"));
   EXPECT_FALSE(Variant::parse("build"));

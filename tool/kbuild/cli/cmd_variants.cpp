@@ -23,8 +23,8 @@ using Json = nlohmann::ordered_json;
 
 Json variant_json(const config::Variant& v, std::optional<util::Version> torch, std::optional<util::Version> cuda,
                   bool present) {
-  bool noarch = v.kind == config::Variant::Kind::noarch;
-  bool no_torch = noarch || v.kind == config::Variant::Kind::tvm_ffi;
+  bool noarch = !v.compiled();
+  bool no_torch = !v.traits().torch_toolchain;
   std::string compute = v.backend == config::Backend::cuda && v.cuda ? "cu" + config::flatten_version(*v.cuda)
                                                                      : config::to_string(v.backend);
   return {{"name", v.name()},
@@ -32,7 +32,7 @@ Json variant_json(const config::Variant& v, std::optional<util::Version> torch, 
           {"backend", config::to_string(v.backend)},
           {"compute", noarch ? "noarch" : compute},
           {"cuda", cuda ? Json(cuda->major_minor()) : Json()},
-          {"stable_abi", v.kind == config::Variant::Kind::stable_abi ? Json(v.torch.major_minor()) : Json()},
+          {"stable_abi", v.traits().torch_target_version ? Json(v.torch.major_minor()) : Json()},
           {"toolchain", present ? "present" : "fetch"}};
 }
 

@@ -14,12 +14,38 @@ std::string normalize_cpu(std::string_view machine) {
   return std::string(machine);
 }
 
+namespace {
+
+// One entry per Variant::Kind, in its order.
+constexpr VariantKindTraits k_kinds[] = {
+    // torch: the C++ ABI of one Torch version.
+    {.prefix = "torch", .cxx11_tag = true, .torch_toolchain = true},
+    // stable_abi: Torch's stable ABI, loadable by the Torch it targets and newer ones.
+    {.prefix = "torch-stable-abi",
+     .torch_toolchain = true,
+     .torch_target_version = true,
+     .stable_abi_gate = true,
+     .loads_with = TorchMatch::at_least},
+    // tvm_ffi: a tvm-ffi module, no Torch.
+    {.prefix = "tvm-ffi",
+     .versioned_by_tvm_ffi = true,
+     .tvm_ffi_toolchain = true,
+     .loads_with = TorchMatch::none,
+     .library_suffix = ".so"},
+    // noarch: Python only (Triton kernels and the like), one per backend.
+    {.prefix = "torch-", .compiled = false, .loads_with = TorchMatch::none, .library_suffix = ""},
+};
+
+}  // namespace
+
+const VariantKindTraits& Variant::traits() const { return k_kinds[static_cast<int>(kind)]; }
+
 std::string Variant::name() const {
-  if (kind == Kind::noarch) return "torch-" + to_string(backend);
-  std::string out = kind == Kind::tvm_ffi      ? "tvm-ffi" + flatten_version(tvm_ffi)
-                    : kind == Kind::stable_abi ? "torch-stable-abi" + flatten_version(torch)
-                                               : "torch" + flatten_version(torch);
-  if (kind == Kind::torch && cxx11_abi && os == "linux") out += "-cxx11";
+  const auto& kind_traits = traits();
+  if (!kind_traits.compiled) return std::string(kind_traits.prefix) + to_string(backend);
+  std::string out =
+      std::string(kind_traits.prefix) + flatten_version(kind_traits.versioned_by_tvm_ffi ? tvm_ffi : torch);
+  if (kind_traits.cxx11_tag && cxx11_abi && os == "linux") out += "-cxx11";
   if (backend == Backend::cuda && cuda)
     out += "-cu" + flatten_version(*cuda);
   else
@@ -42,11 +68,10 @@ std::optional<Variant> Variant::parse(std::string_view name) {
   }
   if (!std::regex_match(text, match, k_arch)) return std::nullopt;
   auto number = [&](int group) { return static_cast<unsigned>(std::stoul(match[group])); };
-  if (match[1].str() != "torch") {
-    if (match[4].matched) return std::nullopt;  // only Torch-version names carry a C++ ABI tag
-    variant.kind = match[1].str() == "tvm-ffi" ? Kind::tvm_ffi : Kind::stable_abi;
-  }
-  (variant.kind == Kind::tvm_ffi ? variant.tvm_ffi : variant.torch) = util::Version({number(2), number(3)});
+  for (int kind = 0; kind < static_cast<int>(std::size(k_kinds)); ++kind)
+    if (k_kinds[kind].compiled && k_kinds[kind].prefix == match[1].str()) variant.kind = static_cast<Kind>(kind);
+  if (match[4].matched && !variant.traits().cxx11_tag) return std::nullopt;
+  (variant.traits().versioned_by_tvm_ffi ? variant.tvm_ffi : variant.torch) = util::Version({number(2), number(3)});
   variant.cxx11_abi = match[4].matched;
   if (match[5].str() == "cpu") {
     variant.backend = Backend::cpu;

@@ -17,6 +17,28 @@
 
 namespace kbuild::config {
 
+/// Which Torch may load a variant's library (the loader and `kbuild test` decide by this).
+enum class TorchMatch {
+  exact,     ///< only the Torch major.minor it was built against (the C++ ABI)
+  at_least,  ///< that Torch or any newer one (Torch's stable ABI)
+  none,      ///< no Torch library involved (tvm-ffi, noarch)
+};
+
+/// What a kind of variant is, as data: adding a kind (ROCm, XPU, Metal are next) is one entry of
+/// the table in variant.cpp plus its tests; code asks these properties instead of naming kinds.
+struct VariantKindTraits {
+  std::string_view prefix;  ///< the name's first part: "torch", "torch-stable-abi", "tvm-ffi", "torch-" (noarch)
+  bool compiled = true;     ///< holds a compiled library (else Python only: noarch)
+  bool versioned_by_tvm_ffi = false;  ///< the name's version is tvm-ffi's, not Torch's
+  bool cxx11_tag = false;             ///< the name carries "-cxx11" (Torch's C++ ABI)
+  bool torch_toolchain = false;       ///< compiled against a Torch (headers, libraries, its Python)
+  bool tvm_ffi_toolchain = false;     ///< compiled against tvm-ffi (its own flags and binding)
+  bool torch_target_version = false;  ///< -DTORCH_TARGET_VERSION: the oldest Torch it serves
+  bool stable_abi_gate = false;       ///< libraries may use only Torch's stable ABI (layout/check)
+  TorchMatch loads_with = TorchMatch::exact;
+  std::string_view library_suffix = ".abi3.so";  ///< after the ops id
+};
+
 struct Variant {
   enum class Kind { torch, stable_abi, tvm_ffi, noarch };
 
@@ -31,8 +53,10 @@ struct Variant {
   std::string cpu = "x86_64";
   std::string os = "linux";
 
+  /// The properties of this variant's kind.
+  const VariantKindTraits& traits() const;
   /// Whether the variant holds a compiled library (every kind but noarch).
-  bool compiled() const { return kind != Kind::noarch; }
+  bool compiled() const { return traits().compiled; }
   /// The directory name under build/.
   std::string name() const;
   /// Parses a name produced by name(); nullopt for anything kbuild does not build.

@@ -225,8 +225,8 @@ std::vector<CheckIssue> check_variant(const util::FileSystem& fs, const std::fil
 
   if (variant && variant->compiled()) {
     CheckOptions library_options = options;
-    if (variant->kind == config::Variant::Kind::stable_abi) library_options.torch_stable_abi = variant->torch;
-    library_options.tvm_ffi = variant->kind == config::Variant::Kind::tvm_ffi;
+    if (variant->traits().stable_abi_gate) library_options.torch_stable_abi = variant->torch;
+    library_options.tvm_ffi = variant->traits().tvm_ffi_toolchain;
     std::string library = library_file_name(*variant, metadata->id);
     auto image = fs.read_file(variant_dir / library);
     if (!image) {

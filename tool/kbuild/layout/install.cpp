@@ -29,7 +29,7 @@ std::vector<std::string> select_python_files(const std::vector<std::string>& pac
 }
 
 std::string library_file_name(const config::Variant& variant, const std::string& ops_id) {
-  return ops_id + (variant.kind == config::Variant::Kind::tvm_ffi ? ".so" : ".abi3.so");
+  return ops_id + std::string(variant.traits().library_suffix);
 }
 
 FileSet variant_files(const InstallSpec& spec) {

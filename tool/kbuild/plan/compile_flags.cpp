@@ -35,7 +35,7 @@ VariantFlags tvm_ffi_variant_flags(const PlanRequest& request, const Variant& va
 
 VariantFlags variant_flags(const PlanRequest& request, const Variant& variant, const toolchain::Toolchain& tc,
                            const std::string& ops) {
-  if (variant.kind == Variant::Kind::tvm_ffi) return tvm_ffi_variant_flags(request, variant, tc, ops);
+  if (variant.traits().tvm_ffi_toolchain) return tvm_ffi_variant_flags(request, variant, tc, ops);
   VariantFlags flags;
   flags.defines = {"-DNDEBUG", std::string("-D_GLIBCXX_USE_CXX11_ABI=") + (tc.torch.cxx11_abi ? "1" : "0"),
                    "-DTORCH_EXTENSION_NAME=" + ops, "-DPy_LIMITED_API=0x03090000"};
@@ -48,7 +48,7 @@ VariantFlags variant_flags(const PlanRequest& request, const Variant& variant, c
   } else {
     flags.defines.push_back("-DCPU_KERNEL");
   }
-  if (variant.kind == Variant::Kind::stable_abi) flags.defines.push_back(torch_target_version_define(variant.torch));
+  if (variant.traits().torch_target_version) flags.defines.push_back(torch_target_version_define(variant.torch));
   for (const auto& dir : tc.torch.include_dirs()) flags.system_includes.push_back(dir.string());
   flags.system_includes.push_back(tc.python.include_dir.string());
   if (variant.backend == config::Backend::cuda && tc.cuda)

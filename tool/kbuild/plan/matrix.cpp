@@ -166,7 +166,7 @@ Result<std::vector<MatrixEntry>> filter_matrix(const std::vector<MatrixEntry>& e
         std::find(filter.variants.begin(), filter.variants.end(), v.name()) == filter.variants.end())
       continue;
     if (!filter.torch.empty()) {
-      if (v.kind == Variant::Kind::noarch) continue;
+      if (!v.compiled()) continue;
       bool match = false;
       for (const auto& t : filter.torch)
         if (auto version = util::Version::parse(t); version && *version == entry.torch) match = true;
@@ -182,9 +182,8 @@ Result<std::vector<MatrixEntry>> filter_matrix(const std::vector<MatrixEntry>& e
     }
     out.push_back(entry);
   }
-  bool any_torch = std::any_of(entries.begin(), entries.end(), [](const MatrixEntry& e) {
-    return e.variant.kind == Variant::Kind::torch || e.variant.kind == Variant::Kind::stable_abi;
-  });
+  bool any_torch = std::any_of(entries.begin(), entries.end(),
+                               [](const MatrixEntry& e) { return e.variant.traits().torch_toolchain; });
   if (out.empty())
     return fail("no variant of the matrix matches the filters",
                 !filter.torch.empty() && !any_torch

@@ -158,7 +158,7 @@ class CompiledVariantPlanner {
   }
 
  private:
-  bool tvm_ffi() const { return m_variant.kind == Variant::Kind::tvm_ffi; }
+  bool tvm_ffi() const { return m_variant.traits().tvm_ffi_toolchain; }
 
   Result<std::vector<Unit>> collect_units() const {
     auto components = enabled_components(m_config, m_variant.backend, &m_tc);
@@ -405,7 +405,7 @@ class CompiledVariantPlanner {
       layout::LibraryGate gate;
       gate.machine = m_variant.cpu;
       gate.options.manylinux = m_request.manylinux;
-      if (m_variant.kind == Variant::Kind::stable_abi) gate.options.torch_stable_abi = m_variant.torch;
+      if (m_variant.traits().stable_abi_gate) gate.options.torch_stable_abi = m_variant.torch;
       gate.options.tvm_ffi = tvm_ffi();
       gate.objects = m_objects;
       gate.work_dir = m_request.work_dir;
@@ -473,11 +473,11 @@ Result<JobGraph> plan_build(const PlanRequest& request) {
     generate_job = graph.add(std::move(job));
   }
   for (const auto& build : request.variants) {
-    if (build.variant.kind == Variant::Kind::noarch) {
+    if (!build.variant.compiled()) {
       KB_TRY(plan_noarch_variant(request, build, graph));
     } else {
       if (!build.toolchain) return fail("internal error: variant " + build.variant.name() + " has no toolchain");
-      if (build.variant.kind == Variant::Kind::tvm_ffi && !request.tvm_ffi)
+      if (build.variant.traits().tvm_ffi_toolchain && !request.tvm_ffi)
         return fail("internal error: variant " + build.variant.name() + " is planned without tvm-ffi");
       KB_TRY(CompiledVariantPlanner(request, build, generate_job).plan(graph));
     }

@@ -41,7 +41,7 @@ std::string toolchains_record(const std::vector<plan::VariantBuild>& builds) {
     if (!build.toolchain) continue;
     const auto& tc = *build.toolchain;
     nlohmann::ordered_json entry = {{"cxx", tc.cxx.cxx.string() + " " + tc.cxx.version}};
-    if (build.variant.kind != config::Variant::Kind::tvm_ffi) {  // tvm-ffi: see kbuild.lock's tvm-ffi pin
+    if (build.variant.traits().torch_toolchain) {  // tvm-ffi: see kbuild.lock's tvm-ffi pin
       entry["torch"] = tc.torch.version_string;
       entry["torch-origin"] = tc.torch.origin;
       entry["python-headers"] = tc.python.version;
@@ -112,7 +112,7 @@ Result<void> provide_dependencies(const BuildRequest& request, Services& service
   std::set<std::string> needed;
   bool tvm_ffi = false;
   for (const auto& build : variants) {
-    tvm_ffi = tvm_ffi || build.variant.kind == config::Variant::Kind::tvm_ffi;
+    tvm_ffi = tvm_ffi || build.variant.traits().tvm_ffi_toolchain;
     if (!build.variant.compiled()) continue;
     for (const auto* component : config.components_for(build.variant.backend))
       for (const auto& dep : component->depends)
@@ -154,7 +154,7 @@ std::vector<std::string> component_less_backend_warnings(const config::KernelCon
   if (config.framework != config::Framework::torch) return warnings;
   std::set<std::string> named;
   for (const auto& build : variants) {
-    if (build.variant.kind != config::Variant::Kind::noarch || !named.insert(build.variant.name()).second) continue;
+    if (build.variant.compiled() || !named.insert(build.variant.name()).second) continue;
     const std::string backend = config::to_string(build.variant.backend);
     warnings.push_back("the " + backend + " backend has no [kernel.*] component: built as the noarch variant " +
                        build.variant.name() + ", as kernel-builder does; on " + backend +

@@ -73,19 +73,19 @@ Result<std::vector<plan::VariantBuild>> provision_variants(const std::vector<pla
   std::vector<plan::VariantBuild> builds;
   // CUDA first: its wheels are small, so a network or pin problem shows before the big Torch downloads.
   for (const auto& entry : entries) {
-    if (entry.variant.kind == config::Variant::Kind::noarch || !entry.cuda) continue;
+    if (!entry.variant.compiled() || !entry.cuda) continue;
     if (!cudas.count(entry.cuda->major_minor())) {
       KB_TRY_ASSIGN(auto cuda, provisioner.cuda(*entry.cuda, base.cuda));
       cudas[entry.cuda->major_minor()] = cuda;
     }
   }
   for (const auto& entry : entries) {
-    if (entry.variant.kind == config::Variant::Kind::noarch) {
+    if (!entry.variant.compiled()) {
       builds.push_back({entry.variant, nullptr});
       continue;
     }
     std::string cuda_key = entry.cuda ? entry.cuda->major_minor() : "";
-    const bool needs_torch = entry.variant.kind != config::Variant::Kind::tvm_ffi;
+    const bool needs_torch = entry.variant.traits().torch_toolchain;
     std::string torch_key = needs_torch ? entry.torch.major_minor() : "none";
     if (!needs_torch) {
       torches[torch_key] = base.torch;  // a tvm-ffi variant is compiled without Torch
@@ -122,7 +122,7 @@ std::set<std::string> provided_header_dependencies(const config::KernelConfig& c
 
 bool needs_tvm_ffi(const std::vector<plan::MatrixEntry>& entries) {
   return std::any_of(entries.begin(), entries.end(),
-                     [](const plan::MatrixEntry& e) { return e.variant.kind == config::Variant::Kind::tvm_ffi; });
+                     [](const plan::MatrixEntry& e) { return e.variant.traits().tvm_ffi_toolchain; });
 }
 
 Result<void> pin_matrix_toolchains(const std::vector<plan::MatrixEntry>& entries,
@@ -133,7 +133,7 @@ Result<void> pin_matrix_toolchains(const std::vector<plan::MatrixEntry>& entries
   std::set<std::string> torch, cuda, headers;
   for (const auto& entry : entries) {
     if (!entry.variant.compiled()) continue;
-    if (entry.variant.kind != config::Variant::Kind::tvm_ffi) torch.insert(entry.torch.major_minor());
+    if (entry.variant.traits().torch_toolchain) torch.insert(entry.torch.major_minor());
     if (entry.cuda && entry.cuda->major() >= 13) cuda.insert(entry.cuda->major_minor());
   }
   for (const auto& version : torch) KB_TRY(provisioner.artifacts("torch", *util::Version::parse(version)));
@@ -170,8 +170,8 @@ toolchain::LockFile pins_kept_by_update(const toolchain::LockFile& lock) {
 bool toolchains_present(const plan::MatrixEntry& entry, const toolchain::LockFile& lock, const util::CacheLayout& cache,
                         const std::optional<toolchain::CudaToolkit>& system,
                         const std::map<std::string, std::filesystem::path>& user_cuda, const util::FileSystem& fs) {
-  if (entry.variant.kind == config::Variant::Kind::noarch) return true;
-  if (entry.variant.kind == config::Variant::Kind::tvm_ffi) {
+  if (!entry.variant.compiled()) return true;
+  if (entry.variant.traits().tvm_ffi_toolchain) {
     const auto* tvm_ffi = lock.find(toolchain::toolchain_name("tvm-ffi", toolchain::k_tvm_ffi_series.major_minor()));
     if (!tvm_ffi || !toolchain::toolchain_complete(fs, toolchain::tvm_ffi_toolchain_dir(cache, tvm_ffi->front())))
       return false;

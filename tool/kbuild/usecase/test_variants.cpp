@@ -251,7 +251,7 @@ Result<PythonTorch> base_python(const TestRequest& request, Services& services) 
 // variant a Torch at least as new as its version, a CUDA variant a Torch built for its CUDA.
 std::optional<std::string> unloadable_reason(const config::Variant& variant, const PythonTorch& env) {
   if (!variant.compiled()) return std::nullopt;
-  if (variant.kind == config::Variant::Kind::tvm_ffi) {
+  if (variant.traits().tvm_ffi_toolchain) {
     // The loader takes a tvm-ffi variant only for a tvm_ffi of its major.minor.
     auto installed = env.tvm_ffi ? release_version(*env.tvm_ffi) : std::nullopt;
     if (!installed)
@@ -261,9 +261,9 @@ std::optional<std::string> unloadable_reason(const config::Variant& variant, con
       return "tvm_ffi " + *env.tvm_ffi + " here cannot load a tvm-ffi " + variant.tvm_ffi.major_minor() + " variant";
   }
   auto env_minor = util::Version::parse(env.torch_minor);
-  if (variant.kind == config::Variant::Kind::torch && env.torch_minor != variant.torch.major_minor())
+  if (variant.traits().loads_with == config::TorchMatch::exact && env.torch_minor != variant.torch.major_minor())
     return "the variant is built for Torch " + variant.torch.major_minor() + "; Torch " + env.torch + " cannot load it";
-  if (variant.kind == config::Variant::Kind::stable_abi && env_minor && *env_minor < variant.torch)
+  if (variant.traits().loads_with == config::TorchMatch::at_least && env_minor && *env_minor < variant.torch)
     return "the variant needs Torch " + variant.torch.major_minor() + " or newer; Torch " + env.torch +
            " cannot load it";
   if (variant.backend != config::Backend::cuda) return std::nullopt;
@@ -366,8 +366,7 @@ Result<TestOutcome> test_variants(const TestRequest& request, Services& services
   for (const auto& [name, variant] : selected) {
     // A stable-ABI variant is tested with the oldest Torch it promises to serve.
     // A tvm-ffi variant needs no particular Torch (its tests may use any).
-    const bool own_torch =
-        variant.kind == config::Variant::Kind::torch || variant.kind == config::Variant::Kind::stable_abi;
+    const bool own_torch = variant.traits().torch_toolchain;
     std::string minor = !request.torch.empty() ? request.torch
                         : own_torch            ? variant.torch.major_minor()
                                                : base.torch_minor;
