@@ -141,3 +141,44 @@ def source_id(kernel: Path) -> str:
 
 def variant_dirs(kernel: Path):
     return sorted(p for p in (kernel / "build").iterdir() if p.is_dir())
+
+
+def free_port() -> int:
+    """A loopback TCP port nobody listens on now."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def running_nginx(root: Path, conf_template: str, port: int, **fields):
+    """Debian's nginx (nginx-light, installed by scripts/bootstrap) run from `root` with the
+    configuration `conf_template` formatted with root, port, user and `fields`; stopped on exit."""
+    import socket
+    import time
+
+    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    if not Path(nginx).exists():
+        pytest.fail("nginx is missing: scripts/bootstrap installs nginx-light")
+    root.mkdir(parents=True, exist_ok=True)
+    conf = root / "nginx.conf"
+    conf.write_text(conf_template.format(root=root, port=port, user="user root;" if os.geteuid() == 0 else "",
+                                         **fields))
+    server = subprocess.Popen([nginx, "-p", str(root), "-e", str(root / "error.log"), "-c", str(conf)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"nginx did not start: {server.stderr.read().decode()}")
+            time.sleep(0.1)
+    try:
+        yield server
+    finally:
+        server.terminate()
+        server.wait(timeout=20)

@@ -8,14 +8,13 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from conftest import PYTHON, build_args, copy_kernel, empty_compile_cache, run_kbuild
+from conftest import PYTHON, build_args, copy_kernel, empty_compile_cache, free_port, run_kbuild, running_nginx
 from test_matrix import MATRIX
 from test_publish import ORG, hub, hub_env  # noqa: F401 (hub is a fixture)
 
@@ -51,36 +50,13 @@ http {{
 """
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def cache_server(tmp_path):
-    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
-    if not Path(nginx).exists():
-        pytest.fail("nginx is missing: scripts/bootstrap installs nginx-light")
     root = tmp_path / "cache-server"
     (root / "data").mkdir(parents=True)
     port = free_port()
-    conf = root / "nginx.conf"
-    conf.write_text(NGINX_CONF.format(root=root, port=port, user="user root;" if os.geteuid() == 0 else ""))
-    server = subprocess.Popen([nginx, "-p", str(root), "-e", str(root / "error.log"), "-c", str(conf)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            if server.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"nginx did not start: {server.stderr.read().decode()}")
-            time.sleep(0.1)
-    yield f"http://127.0.0.1:{port}/kbuild", root / "data"
-    server.terminate()
-    server.wait(timeout=20)
+    with running_nginx(root, NGINX_CONF, port):
+        yield f"http://127.0.0.1:{port}/kbuild", root / "data"
 
 
 def machine(tmp_path, name, url, mode="read-write"):

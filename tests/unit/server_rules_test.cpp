@@ -357,6 +357,27 @@ TEST(ServerGuard, ClientLimiterCountsEachAddress) {
   EXPECT_EQ(limiter.active("10.0.0.1"), 0u);
 }
 
+TEST(ServerGuard, ARequestThroughATrustedProxyIsTheClientsItForwards) {
+  const std::vector<std::string> proxies = {"127.0.0.1", "10.0.0.5"};
+  EXPECT_EQ(forwarded_client("192.0.2.7", "203.0.113.9", proxies), "192.0.2.7");  // not a proxy: ignored
+  EXPECT_EQ(forwarded_client("127.0.0.1", "203.0.113.9", proxies), "203.0.113.9");
+  EXPECT_EQ(forwarded_client("127.0.0.1", "", proxies), "127.0.0.1");
+  // Read from the right: what the client wrote to the left of its proxy chain is not believed.
+  EXPECT_EQ(forwarded_client("127.0.0.1", "6.6.6.6, 203.0.113.9, 10.0.0.5", proxies), "203.0.113.9");
+  EXPECT_EQ(forwarded_client("127.0.0.1", "203.0.113.9, not-an-address", proxies), "127.0.0.1");
+  EXPECT_EQ(forwarded_client("::ffff:127.0.0.1", " 2001:DB8::1 ", proxies), "2001:db8::1");
+  EXPECT_EQ(canonical_ip("::ffff:10.0.0.5"), "10.0.0.5");
+  EXPECT_FALSE(canonical_ip("localhost"));
+
+  auto config = parse_config("[server]\ntrusted-proxies = [\"127.0.0.1\", \"::1\"]\n", "c");
+  ASSERT_TRUE(config) << config.error().message;
+  EXPECT_EQ(config->trusted_proxies, (std::vector<std::string>{"127.0.0.1", "::1"}));
+  auto bad = parse_config("[server]\ntrusted-proxies = [\"nginx\", 3]\n", "c");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("c:2:20"), std::string::npos) << bad.error().message;
+  EXPECT_NE(bad.error().message.find("c:2:29"), std::string::npos) << bad.error().message;
+}
+
 TEST(ServerWire, LineReaderReadsOneLineAtATime) {
   std::string long_line(200'000, 'c');
   std::string body = "a\n\nbbb\n" + long_line + "\nlast";

@@ -70,6 +70,7 @@ Result<ExitCode> run_serve(const ServeOptions& options, Services& services) {
   listen.access_log = options.log.empty() ? std::filesystem::path() : std::filesystem::absolute(options.log);
   listen.spool_dir = store->temp_dir();
   listen.limits = config.limits;
+  listen.trusted_proxies = config.trusted_proxies;
   listen.clock = &services.clock;
   KB_TRY_ASSIGN(auto listener, server::Listener::bind(listen));
   KB_TRY(store->lock_exclusively());

@@ -1,3 +1,8 @@
+// TableReader: the typed reads of one build.toml table. Every take() marks a key as known, so finish(),
+// called after the last read, can report the rest as unknown (kernel-builder denies unknown fields in every
+// table). A bad value becomes a diagnostic and nullopt, never an exception: parsing goes on, and the user
+// sees every problem of the file at once.
+
 #include <algorithm>
 #include <map>
 
@@ -17,6 +22,8 @@ std::optional<std::string> TableReader::string(std::string_view key, bool requir
   return std::nullopt;
 }
 
+// A missing `version` is v3-tolerable: v3 files may lack it (update-build writes version = 1), so the
+// diagnostic helps tell a v3 file, which gets the update-build hint, from a broken edition-5 one.
 std::optional<std::int64_t> TableReader::integer(std::string_view key, bool required) {
   const toml::node* node = take(key);
   if (!node) {
@@ -28,6 +35,9 @@ std::optional<std::int64_t> TableReader::integer(std::string_view key, bool requ
   return std::nullopt;
 }
 
+// With `path_kind`, elements are kernel paths: normalised (so "./a.cu" and "a.cu" are one file), de-duplicated,
+// and recorded under their original index for later diagnostics (a missing file). Other strings
+// (flags, names) only refuse control characters: a NUL would silently cut a C-string argument short.
 std::optional<std::vector<std::string>> TableReader::strings(std::string_view key, bool required,
                                                              const char* path_kind) {
   const toml::node* node = take(key);
@@ -83,6 +93,7 @@ std::optional<std::vector<std::string>> TableReader::strings(std::string_view ke
   return out;
 }
 
+// Versions are TOML strings, as kernel-builder requires: a float would read `2.10` as 2.1.
 std::optional<util::Version> TableReader::version(std::string_view key) {
   const toml::node* node = take(key);
   if (!node) return std::nullopt;

@@ -9,6 +9,8 @@
 
 namespace kbuild::config {
 
+// The table of docs/matrix.md (keep them in step): the ecosystem's last two Torch releases with their CUDA
+// versions, CUDA 13 only, because NVIDIA publishes nvcc wheels for 13.x only (12.x needs --cuda-toolkit).
 MatrixSpec default_matrix() {
   return {{util::Version({2, 14}), util::Version({2, 15})},
           {util::Version({13, 0}), util::Version({13, 2})},
@@ -16,6 +18,9 @@ MatrixSpec default_matrix() {
           "kbuild default table"};
 }
 
+// Unknown tables and keys are errors, as in build.toml. Versions are exactly "major.minor": variant names
+// carry only those two (torch215, cu132). In a [matrix], cpu variants need `cpu = true` (the default table
+// has them); a repeated version is dropped. The matrix is returned even with errors: callers check them.
 KbuildSettingsOutcome parse_kbuild_toml(std::string_view text, const std::string& file_name) {
   KbuildSettingsOutcome outcome;
   auto error = [&](const toml::source_region& where, std::string message, std::string hint = {}) {
@@ -80,6 +85,7 @@ KbuildSettingsOutcome parse_kbuild_toml(std::string_view text, const std::string
             suggestion.empty() ? "keys: torch, cuda, cpu" : "did you mean \"" + suggestion + "\"?");
     }
   }
+  // Not after another error: an invalid torch entry already explains the empty list.
   if (spec.torch.empty() && !config::has_errors(outcome.diagnostics))
     error(matrix->source(), "[matrix] lists no Torch versions", "add torch = [\"2.15\"]");
   outcome.matrix = spec;

@@ -11,6 +11,9 @@
 
 namespace kbuild::hub {
 
+// An LFS file is compared by its content's sha256: its tree `oid` is the git blob id of the pointer, never
+// of the content. Deletions stay inside `owned_prefixes`, so the variants another publish put on the
+// branch survive this one (kernel-builder's upload leaves variants it does not upload untouched too).
 CommitPlan plan_commit(const std::vector<LocalFile>& local, const std::vector<RemoteFile>& remote,
                        const std::vector<std::string>& owned_prefixes) {
   std::map<std::string, const RemoteFile*> by_path;
@@ -39,6 +42,8 @@ CommitPlan plan_commit(const std::vector<LocalFile>& local, const std::vector<Re
   return plan;
 }
 
+// The 512-byte sample is what preupload sends: the server decides inline or LFS from it and the size
+// (../shared/spec/hub-api.md §10.2); the client never decides.
 LocalFile describe_bytes(std::string content, std::string repo_path) {
   LocalFile file;
   file.path = std::move(repo_path);
@@ -50,6 +55,8 @@ LocalFile describe_bytes(std::string content, std::string repo_path) {
   return file;
 }
 
+// One read serves both hashes. The git blob header needs the size before the content, so it comes from
+// stat(); a file that grows or shrinks meanwhile would get a wrong blob id, hence the size check after.
 Result<LocalFile> describe_file(const util::FileSystem& fs, const std::filesystem::path& source,
                                 std::string repo_path) {
   auto st = fs.stat(source);
@@ -71,6 +78,8 @@ Result<LocalFile> describe_file(const util::FileSystem& fs, const std::filesyste
                    std::move(sample),    std::nullopt};
 }
 
+// No leading zeros ("v01.0.0" is no release tag, as in lock/version_spec); at most 9 digits per component,
+// so stoll cannot overflow. Callers hold MAJOR against the kernel version N: the tag names a commit of vN.
 std::optional<std::int64_t> tag_major(const std::string& tag) {
   static const std::regex k_tag(R"(^v(0|[1-9][0-9]{0,8})\.(0|[1-9][0-9]{0,8})\.(0|[1-9][0-9]{0,8})$)");
   std::smatch match;
@@ -78,6 +87,9 @@ std::optional<std::int64_t> tag_major(const std::string& tag) {
   return std::stoll(match[1]);
 }
 
+// The wire format of ../shared/spec/hub-api.md §5.5. With parentCommit the Hub answers 412 when the
+// branch moved past it, which publish turns into a re-plan instead of overwriting someone else's commit.
+// ordered_json keeps the keys in the order of that section, so one plan always encodes to the same bytes.
 std::string encode_commit(const std::string& summary, const std::string& description,
                           const std::optional<std::string>& parent_commit, const std::vector<CommitOp>& ops) {
   nlohmann::ordered_json header = {{"key", "header"}, {"value", {{"summary", summary}, {"description", description}}}};

@@ -14,6 +14,8 @@ using ordered_json = nlohmann::ordered_json;
 
 std::string Dependency::str() const { return repo_id + "@" + (is_major() ? std::to_string(major()) : revision()); }
 
+// This order is the file's order, as `kernels lock` sorts: repo id bytewise, then integer versions
+// (numerically) before revisions (bytewise).
 std::strong_ordering Dependency::operator<=>(const Dependency& other) const {
   if (auto c = repo_id <=> other.repo_id; c != 0) return c;
   if (is_major() != other.is_major()) return is_major() ? std::strong_ordering::less : std::strong_ordering::greater;
@@ -21,6 +23,8 @@ std::strong_ordering Dependency::operator<=>(const Dependency& other) const {
   return revision() <=> other.revision();
 }
 
+// Byte-for-byte what `kernels lock` writes (an end-to-end test compares them): keys in this order, dump(2),
+// and no trailing newline.
 std::string render_lockfile(std::vector<LockEntry> entries) {
   std::sort(entries.begin(), entries.end(),
             [](const LockEntry& a, const LockEntry& b) { return a.dependency < b.dependency; });
@@ -50,6 +54,9 @@ Error lock_error(const std::string& file, const std::string& message) {
 
 }  // namespace
 
+// As strict as `KernelLocks.from_json` (unknown fields, duplicates and malformed commits are errors), so a
+// lock kbuild accepts is one the kernels loader accepts too. A float or negative `version` is refused. The
+// commit is lowercased: huggingface_hub takes only lowercase hex (REGEX_COMMIT_HASH) as a resolved commit.
 Result<std::vector<LockEntry>> parse_lockfile(std::string_view text, const std::string& file) {
   nlohmann::json root;
   try {

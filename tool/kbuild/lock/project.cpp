@@ -6,6 +6,8 @@ namespace kbuild::lock {
 
 namespace {
 
+// pyproject.toml and kernels.lock are read whole; read_input_file refuses a larger or non-regular file
+// (a FIFO, a device) with a clear error instead of a hang or exhausted memory.
 constexpr std::uint64_t k_max_input_bytes = 16 << 20;
 
 Result<std::string> read_input(const util::FileSystem& fs, const std::filesystem::path& path) {
@@ -14,6 +16,7 @@ Result<std::string> read_input(const util::FileSystem& fs, const std::filesystem
   return util::read_input_file(fs, path, k_max_input_bytes);
 }
 
+// Keyed by dependency, not by position, so a re-sorted file reports no change.
 std::vector<LockChange> compare(const std::vector<LockEntry>& before, const std::vector<LockEntry>& after) {
   std::map<Dependency, std::string> old_commits, new_commits;
   for (const auto& e : before) old_commits[e.dependency] = e.commit;
@@ -42,6 +45,10 @@ Result<std::vector<LockEntry>> read_lockfile(const util::FileSystem& fs, const s
   return parse_lockfile(text, path.string());
 }
 
+// The existing entries go to the resolver, which keeps them unless upgraded or no longer admitted by the
+// spec; an unreadable lock is therefore an error, except with --upgrade, which keeps nothing anyway. The
+// file is written only when its bytes change (render is deterministic), and atomically, so a reader never
+// sees half a lock and an unchanged lock keeps its mtime.
 Result<LockProjectOutcome> lock_project(const LockRequest& request, KernelIndex& index, util::FileSystem& fs) {
   auto pyproject_path = request.project_dir / "pyproject.toml";
   KB_TRY_ASSIGN(std::string pyproject_text, read_input(fs, pyproject_path));

@@ -15,6 +15,8 @@ class Parser {
  public:
   explicit Parser(std::string file) : m_file(std::move(file)) {}
 
+  // Only [tool.kernels.dependencies] is interpreted; the rest of pyproject.toml belongs to other tools. The
+  // final sort restores file order: a toml++ table iterates its keys sorted (it is a std::map).
   PyprojectDependencies run(std::string_view text) {
     toml::table root;
     try {
@@ -63,6 +65,8 @@ class Parser {
     if (auto spec = version_spec(value, repo_id)) m_out.requirements.push_back({repo_id, std::move(*spec), where});
   }
 
+  // The table forms are build.toml's kernel-depends syntax: exactly one of `version` and `revision`. A
+  // commit id is lowercased, as kernels.lock records it.
   std::optional<VersionSpec> version_spec(const toml::node& value, const std::string& repo_id) {
     if (const auto* table = value.as_table()) {
       const toml::node* version = table->get("version");
@@ -96,6 +100,8 @@ class Parser {
     return plain_spec(value, repo_id, true);
   }
 
+  // An integer is a major version (branch vN), a string bounds or a name (parse_version_string decides).
+  // `{ version = "v1.2.0" }` is refused: in the table form a name belongs under `revision`.
   std::optional<VersionSpec> plain_spec(const toml::node& value, const std::string& repo_id, bool allow_revision) {
     const std::string hint =
         "write a major version (1), version bounds (\">=1.2,<2\"), or a tag, branch or commit (\"v1.2.0\")";

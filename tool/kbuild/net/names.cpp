@@ -24,6 +24,8 @@ bool is_valid_namespace(std::string_view ns) {
   return std::find(std::begin(k_reserved), std::end(k_reserved), ns) == std::end(k_reserved);
 }
 
+// The floor shared by client and registry; the registry adds server/path_rules.hpp on top (names a clone
+// could not check out: .git lookalikes, Windows-reserved names, non-NFC, case collisions).
 bool is_valid_repo_path(std::string_view path) {
   if (path.empty() || path.size() > 4096 || path.front() == '/') return false;
   if (path.find_first_of(std::string_view("\0\r\n", 3)) != std::string_view::npos) return false;
@@ -32,6 +34,8 @@ bool is_valid_repo_path(std::string_view path) {
   return true;
 }
 
+// git's own rules, so that a branch or tag made here can exist in a git clone: "x.lock" is the lock file
+// git takes to update ref x, "@{" is reflog syntax, and git refuses "HEAD" as a branch name.
 bool is_valid_ref_name(std::string_view name) {
   if (name.empty() || name.size() > 255 || name == "HEAD") return false;
   for (unsigned char c : name)
@@ -48,6 +52,7 @@ bool is_valid_ref_name(std::string_view name) {
   return true;
 }
 
+// Split at the first '/': a second one lands in the name, whose character set refuses it.
 bool is_valid_repo_id(std::string_view id) {
   size_t slash = id.find('/');
   return slash != std::string_view::npos && is_valid_namespace(id.substr(0, slash)) &&

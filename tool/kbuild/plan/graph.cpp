@@ -4,6 +4,7 @@
 
 namespace kbuild::plan {
 
+// Also a field of every compile-cache key (cache/key.cpp): renaming a kind invalidates the cache.
 const char* to_string(JobKind kind) {
   switch (kind) {
     case JobKind::compile_cxx:
@@ -26,6 +27,8 @@ std::vector<std::string> Job::command_line() const {
   return command;
 }
 
+// Masks only an argument equal to "-D<name>=<value>" as one element: the planner must emit the define that
+// way (not as "-D" "<name>=<value>") for the ops id to stay out of job and cache keys.
 std::vector<std::string> Job::keyed_argv() const {
   std::vector<std::string> out = argv;
   if (!volatile_define) return out;
@@ -35,6 +38,9 @@ std::vector<std::string> Job::keyed_argv() const {
   return out;
 }
 
+// Dependencies may only point backwards, which proves the graph acyclic without a search and lets index
+// order serve as a topological order. One producer per output: two jobs writing one file would race
+// under -j, and the file would hold whichever finished last.
 Result<void> JobGraph::validate() const {
   std::set<std::string> ids;
   std::set<fs::path> outputs;

@@ -1,5 +1,7 @@
 #include "kbuild/server/config.hpp"
 
+#include "kbuild/server/guard.hpp"
+
 #include <toml++/toml.h>
 
 #include <fcntl.h>
@@ -144,10 +146,26 @@ namespace {
 
 // The tables of config.toml, in the order parse_config reads them.
 
+void read_trusted_proxies(ConfigReader& reader, const toml::table& server, Config& config) {
+  const toml::node* node = server.get("trusted-proxies");
+  if (!node) return;
+  const toml::array* array = node->as_array();
+  if (!array) reader.error(node->source(), "server.trusted-proxies must be an array of IP addresses");
+  for (size_t i = 0; array && i < array->size(); ++i) {
+    auto text = array->get(i)->value<std::string>();
+    auto address = text ? canonical_ip(*text) : std::nullopt;
+    if (!address)
+      reader.error(array->get(i)->source(), "server.trusted-proxies entries must be IP addresses, e.g. \"127.0.0.1\"");
+    else
+      config.trusted_proxies.push_back(*address);
+  }
+}
+
 void read_server(ConfigReader& reader, const toml::table& root, Config& config) {
   if (const toml::node* node = root.get("server")) {
     if (const toml::table* server = node->as_table()) {
-      reader.check_keys(*server, {"read"}, "[server]");
+      reader.check_keys(*server, {"read", "trusted-proxies"}, "[server]");
+      read_trusted_proxies(reader, *server, config);
       if (auto read = reader.string(*server, "read", "server", false)) {
         if (*read == "public")
           config.read = ReadAccess::anyone;

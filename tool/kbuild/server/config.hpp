@@ -5,6 +5,10 @@
 //   [server]
 //   read = "public"                  # "public": anyone may read public repos;
 //                                    # "token": every request needs a valid token
+//   trusted-proxies = ["127.0.0.1"]  # reverse proxies in front (nginx): their connections carry many
+//                                    # clients, so they are exempt from max-connections-per-client, and
+//                                    # a request through them is attributed to the client their
+//                                    # X-Forwarded-For names (guard.hpp: forwarded_client); IP addresses
 //
 //   [limits]                         # sizes in bytes
 //   max-lfs-object = 2147483648      # largest LFS object (batch "size", PUT body, multipart total)
@@ -78,6 +82,7 @@ struct Config {
   std::vector<TokenEntry> tokens;
   std::vector<Organization> organizations;  ///< declared ones
   Limits limits;
+  std::vector<std::string> trusted_proxies;  ///< canonical IP addresses (a restart applies changes)
 
   /// The entry whose token equals `token` (compared in constant time), or nullptr.
   const TokenEntry* find_token(std::string_view token) const;

@@ -105,6 +105,19 @@ class GuardedStream : public httplib::Stream {
   bool wait_for_request(std::chrono::seconds idle) const {
     return !broken() && (m_offset < m_length || wait(POLLIN, Clock::now() + idle));
   }
+  /// Waits up to `idle` for the next request, giving up after `grace` once `yield()` says others wait.
+  bool wait_for_request(std::chrono::seconds idle, std::chrono::milliseconds grace,
+                        const std::function<bool()>& yield) const {
+    if (broken()) return false;
+    if (m_offset < m_length) return true;
+    const auto deadline = Clock::now() + idle;
+    const auto patient_until = Clock::now() + grace;
+    while (Clock::now() < deadline) {
+      if (wait(POLLIN, std::min(deadline, Clock::now() + std::chrono::milliseconds(50)))) return true;
+      if (Clock::now() >= patient_until && yield()) return false;
+    }
+    return false;
+  }
   void begin_request() { m_budget.begin_request(Clock::now()); }
   void begin_body() { m_budget.begin_body(Clock::now()); }
   bool broken() const { return m_read_failed || m_write_failed; }
@@ -181,12 +194,18 @@ void drain_briefly(socket_t sock) {
 
 }  // namespace
 
+bool GuardedServer::trusted_proxy(const std::string& address) const {
+  const auto& trusted = m_limits.trusted_proxies;
+  return std::find(trusted.begin(), trusted.end(), canonical_ip(address).value_or(address)) != trusted.end();
+}
+
 bool GuardedServer::process_and_close_socket(socket_t sock) {
   std::string address;
   int port = 0;
   socket_address(sock, true, address, port);
   bool ret = false;
-  if (!m_clients.acquire(address)) {
+  const bool proxy = trusted_proxy(address);
+  if (!proxy && !m_clients.acquire(address)) {
     util::log::debug("refused a connection from " + address + ": it has " +
                      std::to_string(m_limits.max_connections_per_client) + " open already");
     refuse(sock);
@@ -195,7 +214,9 @@ bool GuardedServer::process_and_close_socket(socket_t sock) {
     GuardedStream stream(sock, m_limits.read, svr_sock_, state);
     t_current = &state;
     for (size_t left = keep_alive_max_count_; left > 0 && svr_sock_ != INVALID_SOCKET; --left) {
-      if (!stream.wait_for_request(std::chrono::seconds(keep_alive_timeout_sec_))) break;
+      if (!stream.wait_for_request(std::chrono::seconds(keep_alive_timeout_sec_), m_limits.idle_grace,
+                                   [this] { return m_waiting.load() > 0; }))
+        break;
       stream.begin_request();
       bool closed = false;
       ret = process_request(stream, left == 1, closed, [&](httplib::Request&) { stream.begin_body(); });
@@ -203,7 +224,7 @@ bool GuardedServer::process_and_close_socket(socket_t sock) {
     }
     t_current = nullptr;
     if (state.drain_before_close) drain_briefly(sock);
-    m_clients.release(address);
+    if (!proxy) m_clients.release(address);
   }
   ::shutdown(sock, SHUT_RDWR);
   ::close(sock);

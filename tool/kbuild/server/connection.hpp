@@ -6,14 +6,23 @@
 // most keep_alive_max_count requests per connection), and a response carrying "Connection: close"
 // really closes the connection (httplib 0.11 would read on).
 //
+// A connection waiting for its next request gives its worker up (is closed) once it has been idle a
+// moment while accepted connections wait for a worker: idle keep-alive never starves active clients.
+// Connections from trusted proxies (config.toml [server] trusted-proxies) carry many clients and are
+// exempt from the per-client cap.
+//
 // Limits that httplib 0.11 (a compiled library) fixes: request line at most 8192 bytes (longer: 414),
-// each header line at most 8192 bytes (longer: 400); the listen backlog is 5.
+// each header line at most 8192 bytes (longer: 400). Its listen backlog of 5 is widened after binding
+// (widen_backlog).
 
 #include <httplib.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "kbuild/server/guard.hpp"
 
@@ -22,6 +31,28 @@ namespace kbuild::server {
 struct ConnectionLimits {
   ReadBudget::Limits read;
   std::size_t max_connections_per_client = 16;
+  std::vector<std::string> trusted_proxies;  ///< canonical addresses exempt from the per-client cap
+  std::size_t workers = 64;
+  /// How long a connection between requests keeps its worker while others wait for one.
+  std::chrono::milliseconds idle_grace{250};
+};
+
+/// httplib's thread pool, counting connections accepted and not yet taken by a worker.
+class CountingThreadPool final : public httplib::TaskQueue {
+ public:
+  CountingThreadPool(std::size_t threads, std::atomic<std::size_t>& waiting) : m_pool(threads), m_waiting(waiting) {}
+  void enqueue(std::function<void()> task) override {
+    ++m_waiting;
+    m_pool.enqueue([this, task = std::move(task)] {
+      --m_waiting;
+      task();
+    });
+  }
+  void shutdown() override { m_pool.shutdown(); }
+
+ private:
+  httplib::ThreadPool m_pool;
+  std::atomic<std::size_t>& m_waiting;
 };
 
 /// What the hooks of the server (error and post-routing handlers) learn about the connection whose
@@ -38,7 +69,12 @@ struct ConnectionState {
 
 class GuardedServer : public httplib::Server {
  public:
-  explicit GuardedServer(ConnectionLimits limits) : m_limits(limits), m_clients(limits.max_connections_per_client) {}
+  explicit GuardedServer(ConnectionLimits limits) : m_limits(limits), m_clients(limits.max_connections_per_client) {
+    new_task_queue = [this] { return new CountingThreadPool(m_limits.workers, m_waiting); };
+  }
+  /// After binding: a listen backlog for bursts of connections (httplib's is 5; overflowing it shows
+  /// clients resets and retransmission delays). Linux applies a second listen() to a listening socket.
+  void widen_backlog(int backlog) { ::listen(svr_sock_, backlog); }
 
   /// The state of the connection the calling worker thread serves; nullptr outside of one.
   static ConnectionState* current();
@@ -48,8 +84,11 @@ class GuardedServer : public httplib::Server {
   /// Answers 429 on a connection over its client's limit, then closes it.
   static void refuse(socket_t sock);
 
+  bool trusted_proxy(const std::string& address) const;
+
   ConnectionLimits m_limits;
   ClientLimiter m_clients;
+  std::atomic<std::size_t> m_waiting{0};  ///< accepted connections no worker has taken yet
 };
 
 }  // namespace kbuild::server

@@ -1,5 +1,7 @@
 #include "kbuild/server/guard.hpp"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 
 #include "kbuild/util/strings.hpp"
@@ -143,6 +145,33 @@ std::uint64_t body_limit(std::string_view method, std::string_view target, const
   if (method == "POST" && segments.size() >= 6 && segments[1] == "api" && segments[5] == "commit")
     return limits.max_commit_body;
   return limits.max_json_body;
+}
+
+std::optional<std::string> canonical_ip(std::string_view address) {
+  std::string text(address);
+  if (text.starts_with("::ffff:") && text.find('.') != std::string::npos) text = text.substr(7);  // mapped IPv4
+  unsigned char bytes[sizeof(in6_addr)];
+  char out[INET6_ADDRSTRLEN];
+  for (int family : {AF_INET, AF_INET6})
+    if (::inet_pton(family, text.c_str(), bytes) == 1 && ::inet_ntop(family, bytes, out, sizeof out)) return out;
+  return std::nullopt;
+}
+
+std::string forwarded_client(const std::string& peer, std::string_view x_forwarded_for,
+                             const std::vector<std::string>& trusted_proxies) {
+  auto trusted = [&](const std::string& address) {
+    return std::find(trusted_proxies.begin(), trusted_proxies.end(), address) != trusted_proxies.end();
+  };
+  std::string client = canonical_ip(peer).value_or(peer);
+  if (!trusted(client)) return client;
+  auto hops = util::split(std::string(x_forwarded_for), ',');
+  for (auto hop = hops.rbegin(); hop != hops.rend(); ++hop) {
+    auto address = canonical_ip(util::trim(*hop));
+    if (!address) break;
+    client = *address;
+    if (!trusted(client)) break;
+  }
+  return client;
 }
 
 }  // namespace kbuild::server

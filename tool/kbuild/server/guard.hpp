@@ -7,6 +7,7 @@
 //     least `progress_bytes` every `timeout`; a response must be taken at the same pace.
 //   - ClientLimiter: at most N connections at once from one client address.
 //   - body_limit: the largest body each kind of request may carry.
+//   - forwarded_client: who a request is from when a trusted reverse proxy passed it on.
 
 #include <chrono>
 #include <cstdint>
@@ -109,5 +110,17 @@ std::optional<std::string> framing_problem(std::string_view method, const std::v
 /// max_lfs_object, commits (POST /api/{T}/{id}/commit/...) up to max_commit_body, anything else up to
 /// max_json_body.
 std::uint64_t body_limit(std::string_view method, std::string_view target, const Limits& limits);
+
+/// The client a request is attributed to (token throttling, the access log). `peer` is the address
+/// the connection comes from; when it is one of `trusted_proxies` (config.toml [server]
+/// trusted-proxies, e.g. an nginx in front), X-Forwarded-For is read from the right, skipping the
+/// trusted hops, and the first other address is the client. A missing, empty or malformed entry stops
+/// the walk at the last trusted hop: what a client wrote to the left of its proxy is never believed.
+std::string forwarded_client(const std::string& peer, std::string_view x_forwarded_for,
+                             const std::vector<std::string>& trusted_proxies);
+
+/// The textual form inet_ntop gives `address` (IPv4 or IPv6, "::ffff:1.2.3.4" as "1.2.3.4"), or
+/// nullopt when it is no IP address.
+std::optional<std::string> canonical_ip(std::string_view address);
 
 }  // namespace kbuild::server

@@ -131,11 +131,15 @@ struct Listener::Impl {
     return body_limit(request.method, request.target, options.limits);
   }
 
+  std::string client_of(const httplib::Request& request) const {
+    return forwarded_client(request.remote_addr, request.get_header_value("X-Forwarded-For"), options.trusted_proxies);
+  }
+
   void write_log(const httplib::Request& request, int status, std::uint64_t bytes) {
     if (!log) return;
     std::string path = request.target.substr(0, request.target.find('?'));
     log->line(iso8601(clock().unix_ms()) + " " + request.method + " " + path + " " + std::to_string(status) + " " +
-              std::to_string(bytes));
+              std::to_string(bytes) + " " + client_of(request));
   }
 
   /// The pre-routing, error and post-routing hooks of the server.
@@ -239,7 +243,7 @@ struct Listener::Impl {
     net::HttpRequest request;
     request.method = in.method;
     request.url = in.target;
-    request.client = in.remote_addr;
+    request.client = client_of(in);
     for (const auto& [name, value] : in.headers)
       if (name != "REMOTE_ADDR" && name != "REMOTE_PORT" && name != "LOCAL_ADDR" && name != "LOCAL_PORT")
         request.headers.set(name, value);
@@ -282,6 +286,8 @@ ConnectionLimits connection_limits(const Limits& limits) {
   out.read.max_header_count = limits.max_header_count;
   out.read.max_header_bytes = limits.max_header_bytes;
   out.max_connections_per_client = limits.max_connections_per_client;
+  // Downloads run on 8 threads and uploads on 5 in huggingface_hub, per client.
+  out.workers = 64;
   return out;
 }
 
@@ -336,11 +342,10 @@ Result<std::unique_ptr<Listener>> Listener::bind(const ListenerOptions& options)
     if (!log) return fail("cannot open the access log " + options.access_log.string());
     impl->log.emplace(std::move(*log));
   }
-  impl->server = std::make_unique<GuardedServer>(connection_limits(options.limits));
+  auto limits = connection_limits(options.limits);
+  limits.trusted_proxies = options.trusted_proxies;
+  impl->server = std::make_unique<GuardedServer>(limits);
   auto& server = *impl->server;
-  // Downloads run on 8 threads and uploads on 5 in huggingface_hub; idle keep-alive connections hold
-  // a worker each, so keep plenty (and at most max-connections-per-client of them per client).
-  server.new_task_queue = [] { return new httplib::ThreadPool(32); };
   server.set_payload_max_length(std::max(options.limits.max_lfs_object, options.limits.max_commit_body));
   server.set_socket_options(exclusive_socket_options);
   impl->install_hooks();
@@ -362,15 +367,22 @@ Result<std::unique_ptr<Listener>> Listener::bind(const ListenerOptions& options)
   return std::unique_ptr<Listener>(new Listener(std::move(impl)));
 }
 
+// Connections the kernel queues before a worker accepts them (capped by net.core.somaxconn).
+constexpr int k_listen_backlog = 1024;
+
 Result<void> Listener::Impl::bind_socket() {
   errno = 0;
   if (options.port == 0) {
     port = server->bind_to_any_port(options.host);
-    if (port > 0) return {};
+    if (port > 0) {
+      server->widen_backlog(k_listen_backlog);
+      return {};
+    }
     return fail("cannot listen on " + options.host + ": " + std::strerror(errno), "check --host", ExitCode::network);
   }
   if (server->bind_to_port(options.host, options.port)) {
     port = options.port;
+    server->widen_backlog(k_listen_backlog);
     return {};
   }
   std::string where = options.host + ":" + std::to_string(options.port);

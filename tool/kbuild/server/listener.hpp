@@ -16,15 +16,18 @@
 //   429 TooManyConnections           more than max-connections-per-client connections from one address
 //   431 RequestHeaderFieldsTooLarge  more than max-header-count headers or max-header-bytes
 //
-// 32 worker threads serve connections (one each, keep-alive included). The port is bound exclusively
+// 64 worker threads serve connections (one each; an idle keep-alive connection gives its worker up
+// when others wait, connection.hpp); the listen backlog is 1024. The port is bound exclusively
 // (SO_REUSEADDR only, never SO_REUSEPORT): a second server on a used port fails with ExitCode::network.
 //
 // Access log (optional), one line per request, appended and flushed:
-//   <ISO 8601 time> <METHOD> <path without query> <status> <response body bytes>
+//   <ISO 8601 time> <METHOD> <path without query> <status> <response body bytes> <client address>
+// where the client is the one a trusted proxy's X-Forwarded-For names (guard.hpp: forwarded_client).
 
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "kbuild/server/config.hpp"
 #include "kbuild/server/router.hpp"
@@ -37,11 +40,12 @@ std::string httplib_library_version();
 
 struct ListenerOptions {
   std::string host = "127.0.0.1";
-  int port = 0;                        ///< 0: any free port
-  std::filesystem::path access_log;    ///< empty: no log
-  std::filesystem::path spool_dir;     ///< where large request bodies go (Store::temp_dir())
-  Limits limits;                       ///< body size limits, as in the router's Config
-  const util::Clock* clock = nullptr;  ///< access-log timestamps; null: the real clock
+  int port = 0;                              ///< 0: any free port
+  std::filesystem::path access_log;          ///< empty: no log
+  std::filesystem::path spool_dir;           ///< where large request bodies go (Store::temp_dir())
+  Limits limits;                             ///< body size limits, as in the router's Config
+  std::vector<std::string> trusted_proxies;  ///< config.toml [server] trusted-proxies
+  const util::Clock* clock = nullptr;        ///< access-log timestamps; null: the real clock
 };
 
 class Listener {

@@ -16,6 +16,9 @@ const std::vector<std::string>& cuda_wheel_packages() {
   return packages;
 }
 
+// Deterministic bytes (std::map sorts the names, ordered_json keeps the key order): the lock is committed,
+// so re-locking the same pins must leave no diff. "url" is written only for source archives; its absence
+// is what marks a wheel.
 std::string LockFile::serialize() const {
   nlohmann::ordered_json j;
   j["version"] = 1;
@@ -31,6 +34,9 @@ std::string LockFile::serialize() const {
   return j.dump(2) + "\n";
 }
 
+// Strict, as the lock decides what gets downloaded: only version 1, only known toolchain kinds, lowercase
+// hex sha256 (to_hex's form, compared as a string), http(s) URLs. `file` becomes a path component under
+// downloads/<sha256>/, so it may hold no '/' and may not start with '.' or '-'.
 Result<LockFile> LockFile::parse(std::string_view text, const std::string& file_name) {
   auto bad = [&](const std::string& why) {
     return fail(file_name + ": " + why, "regenerate it with `kbuild toolchains lock`", ExitCode::usage);

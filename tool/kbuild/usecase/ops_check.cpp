@@ -15,6 +15,9 @@ Result<std::vector<std::string>> python_sources(const util::FileSystem& fs, cons
   return files;
 }
 
+// The script prints "REL_PATH:LINE:COLUMN KIND NAME" per problem (KIND "unparsable" for a syntax error) and
+// exits 1. A failure without such lines is the interpreter's, not the kernel's (no Python 3, a crash), so it
+// is a toolchain error (exit 3) rather than a verdict on the sources.
 Result<void> registration_prefix_verdict(const util::ProcessResult& result, const std::filesystem::path& kernel_dir) {
   if (result.exit_code == 0) return {};
   std::vector<std::string> registrations, unparsable;
@@ -42,6 +45,10 @@ Result<void> registration_prefix_verdict(const util::ProcessResult& result, cons
               ExitCode::usage);
 }
 
+// The stamp covers the sources only, not the rule: bump "torch-ops-check-v1" when
+// templates/checks/torch_ops_check.py changes, or stamps of a pass under the old rule still count. The
+// script goes in through `-c` (it is embedded in kbuild), and paths are passed relative to kernel_dir, as
+// the verdict reports them.
 Result<std::string> check_registration_prefix(util::ProcessLauncher& launcher, const util::FileSystem& fs,
                                               const std::string& python, const std::filesystem::path& kernel_dir,
                                               const std::filesystem::path& stamp_file) {

@@ -33,6 +33,8 @@ Hasher& Hasher::update(std::span<const std::uint8_t> bytes) {
   return *this;
 }
 
+// "<decimal length>:<bytes>\n". Compile-cache keys, job keys, toolchain identities and the probe memo are
+// built from fields: changing this encoding changes them all (every cache entry misses, every job re-runs).
 Hasher& Hasher::field(std::string_view bytes) {
   std::string prefix = std::to_string(bytes.size()) + ":";
   update(prefix);
@@ -66,6 +68,8 @@ Result<std::string> sha256_file_hex(const FileSystem& fs, const std::filesystem:
   return to_hex(raw);
 }
 
+// Lowercase: digests are compared as strings with the Hub's ids (git and LFS oids, commit ids), which are
+// lowercase hex.
 std::string to_hex(std::string_view raw) {
   static constexpr char k_digits[] = "0123456789abcdef";
   std::string out;
@@ -124,6 +128,8 @@ std::string base64_encode(std::string_view raw) {
   return out;
 }
 
+// Accepts padded text, or unpadded text of any length; refuses data after '='. Bits left over in a final
+// partial group are dropped, not checked, so this is no validator of canonical base64.
 bool base64_decode(std::string_view text, std::string& out) {
   out.clear();
   unsigned buffer = 0;
@@ -147,6 +153,8 @@ bool base64_decode(std::string_view text, std::string& out) {
   return padding <= 2 && (text.size() % 4 == 0 || padding == 0);
 }
 
+// The alphabet is [a-z2-7] and there is no '=' padding: a registry token needs no quoting or escaping in
+// config.toml, a header or a URL.
 std::string base32_lower_nopad(std::string_view raw) {
   static constexpr char k_alphabet[] = "abcdefghijklmnopqrstuvwxyz234567";
   std::string out;
@@ -164,6 +172,8 @@ std::string base32_lower_nopad(std::string_view raw) {
   return out;
 }
 
+// What `git hash-object` gives, and the Hub's tree `oid` of a regular file: "" ->
+// e69de29bb2d1d6434b8b29ae775ad8c2e48c5391, "Hello, World!" -> b45ef6fec89518d314f546fd6c3025367b721684.
 std::string git_blob_id(std::string_view content) {
   Hasher hasher(Hasher::Algorithm::sha1);
   std::string header = "blob " + std::to_string(content.size());

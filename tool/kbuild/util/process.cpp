@@ -20,6 +20,8 @@ extern char** environ;
 
 namespace kbuild::util {
 
+// An empty PATH entry is skipped, not read as the current directory as POSIX shells do: the working
+// directory is never searched. access(X_OK) also succeeds for a directory, hence is_directory.
 std::optional<std::filesystem::path> find_program(const std::string& program, const std::string& path_variable) {
   if (program.find('/') != std::string::npos) {
     if (::access(program.c_str(), X_OK) == 0) return std::filesystem::path(program);
@@ -43,6 +45,9 @@ std::string current_machine() {
   return name.machine;
 }
 
+// argv[0] is found on kbuild's own PATH, not on options.env's. stdin is /dev/null: a helper that would prompt (pip,
+// git) reads EOF. The pipes are O_CLOEXEC, so no other child inherits a write end that would withhold EOF; both are
+// drained by poll(), as reading one to EOF first deadlocks once the child fills the other pipe's buffer.
 Result<ProcessResult> RealProcessLauncher::run(const std::vector<std::string>& argv, const ProcessOptions& options) {
   if (argv.empty()) return fail("internal error: empty command");
   log::debug("running " + shell_join(argv));
@@ -82,6 +87,7 @@ Result<ProcessResult> RealProcessLauncher::run(const std::vector<std::string>& a
   pid_t pid = 0;
   int rc = ::posix_spawn(&pid, program->c_str(), &actions, nullptr, args.data(), envp);
   posix_spawn_file_actions_destroy(&actions);
+  // The parent's write ends must go, or the reads below never see EOF.
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);
   if (rc != 0) {
@@ -118,6 +124,8 @@ Result<ProcessResult> RealProcessLauncher::run(const std::vector<std::string>& a
   return result;
 }
 
+// EPERM: the process exists but belongs to another user; it is alive all the same, and its
+// temporary names must not be taken for stale ones.
 bool process_alive(int pid) { return pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM); }
 
 }  // namespace kbuild::util
