@@ -99,6 +99,17 @@ TEST(HubRetry, HonoursRetryAfterAndRateLimit) {
   EXPECT_EQ(retry_delay(policy, 0, status(429, {{"Retry-After", "0000000000005"}})), 6.0);
 }
 
+TEST(HubUpload, TheSessionOfAnUploadURLOutlivesItsCredentials) {
+  EXPECT_EQ(net::url_without_credentials("http://h/lfs/upload/ab?session=12&token=secret"),
+            "http://h/lfs/upload/ab?session=12");
+  EXPECT_EQ(net::url_without_credentials("http://h/lfs/upload/ab?token=one"), "http://h/lfs/upload/ab");
+  EXPECT_EQ(net::url_without_credentials("https://s3/x?uploadId=7&X-Amz-Signature=s&Expires=9&&Signature=z&part=2"),
+            "https://s3/x?uploadId=7&part=2");
+  EXPECT_EQ(net::url_without_credentials("http://h/plain"), "http://h/plain");
+  EXPECT_NE(net::url_without_credentials("http://h/u?session=1&token=a"),
+            net::url_without_credentials("http://h/u?session=2&token=a"));
+}
+
 TEST(HubPlan, AddsChangedDeletesStaleInsideOwnedPrefixesOnly) {
   std::vector<LocalFile> local = {{"build/v1/a.py", "/x/a.py", 3, "sa", "ga", ""},
                                   {"build/v1/lib.so", "/x/lib.so", 10, "slib", "glib", ""},

@@ -230,6 +230,30 @@ TEST(Pyproject, ReportsEveryProblemWithItsPosition) {
   EXPECT_EQ(parsed.diagnostics.size(), 8u) << all;  // org/e: the unknown key and the missing version
 }
 
+TEST(Pyproject, PositionsInsideEscapedAndMultiLineStrings) {
+  std::string text =
+      "[tool.kernels.dependencies]\n"
+      "\"org/a\" = \"\\u003e=1.2,<x\"\n"            // line 2: an escape before the bad character
+      "\"org/b\" = '>=1.2,<x'\n"                    // line 3: a literal string
+      "\"org/c\" = \"\"\"\n>=1.2,<x\"\"\"\n"        // lines 4-5: the first newline is dropped
+      "\"org/d\" = \"\"\">=1.2,\\\n   <x\"\"\"\n";  // lines 6-7: a line-ending backslash
+  auto parsed = parse_pyproject_dependencies(text, "p.toml");
+  std::string all = config::format_diagnostics(parsed.diagnostics);
+  EXPECT_NE(all.find("p.toml:2:24: error: invalid version of org/a"), std::string::npos) << all;
+  EXPECT_NE(all.find("p.toml:3:19: error: invalid version of org/b"), std::string::npos) << all;
+  EXPECT_NE(all.find("p.toml:5:8: error: invalid version of org/c"), std::string::npos) << all;
+  EXPECT_NE(all.find("p.toml:7:5: error: invalid version of org/d"), std::string::npos) << all;
+  EXPECT_EQ(parsed.diagnostics.size(), 4u) << all;
+}
+
+TEST(Pyproject, AnEmptyTableIsRefusedAsKernelsLockRefusesIt) {
+  for (std::string text : {"[tool.kernels.dependencies]\n", "[tool.kernels]\ndependencies = {}\n"}) {
+    auto parsed = parse_pyproject_dependencies(text, "p.toml");
+    ASSERT_FALSE(parsed.ok()) << text;
+    EXPECT_NE(config::format_diagnostics(parsed.diagnostics).find("names no kernels"), std::string::npos);
+  }
+}
+
 TEST(Pyproject, MissingTableAndBrokenToml) {
   auto none = parse_pyproject_dependencies("[project]\nname = \"x\"\n", "p.toml");
   EXPECT_TRUE(none.ok());

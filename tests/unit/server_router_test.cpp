@@ -178,7 +178,7 @@ TEST_F(RouterTest, LfsBasicUploadVerifyAndAlreadyPresent) {
   EXPECT_EQ(answer["transfer"], "basic");
   auto actions = answer["objects"][0]["actions"];
   std::string href = actions["upload"]["href"];
-  EXPECT_TRUE(href.starts_with("http://hub.test/lfs/upload/" + oid + "?token=")) << href;
+  EXPECT_TRUE(href.starts_with("http://hub.test/lfs/upload/" + oid + "?session=")) << href;
   EXPECT_FALSE(actions["upload"].contains("header"));
   EXPECT_EQ(actions["verify"]["href"], "http://hub.test/alice/m.git/info/lfs/objects/verify");
 

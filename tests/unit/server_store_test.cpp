@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "kbuild/server/metadata_db.hpp"
+#include "kbuild/server/schema.hpp"
 #include "unit/server_fixtures.hpp"
 
 using namespace kbuild;
@@ -109,7 +110,7 @@ TEST_F(StoreTest, ReopeningKeepsEverything) {
 
 TEST_F(StoreTest, UploadTokensAreFoundByHashAndComparedWhole) {
   std::string token = "0123456789abcdef0123456789abcdef";
-  PendingUpload upload{token, repo.key, util::sha256_hex("uploaded"), 8, 0, 5000, false};
+  PendingUpload upload{token, "", repo.key, util::sha256_hex("uploaded"), 8, 0, 5000, false};
   ASSERT_TRUE(store->add_upload(upload));
   EXPECT_TRUE(*store->find_upload(token, 1000));
   EXPECT_FALSE(*store->find_upload(token.substr(0, 31) + "0", 1000));
@@ -138,7 +139,7 @@ TEST_F(StoreTest, SweepRemovesStaleTemporaryFilesAndOrphanedParts) {
   { std::ofstream(old_file) << "12345"; }
   { std::ofstream(new_file) << "123"; }
   fs::last_write_time(old_file, fs::file_time_type::clock::now() - 2h);
-  PendingUpload live{"feedfacefeedfacefeedfacefeedface",           repo.key, util::sha256_hex("x"), 2048, 1024,
+  PendingUpload live{"feedfacefeedfacefeedfacefeedface",           "",   repo.key, util::sha256_hex("x"), 2048, 1024,
                      std::numeric_limits<std::int64_t>::max() / 2, false};
   ASSERT_TRUE(store->add_upload(live));
   fs::create_directories(store->upload_dir(live));
@@ -172,7 +173,7 @@ TEST_F(StoreTest, OneServerPerRootAndDurableCommits) {
   EXPECT_NE(refused.error().message.find("another kbuild hub serve"), std::string::npos);
   EXPECT_EQ(*store->pragma_for_testing("synchronous"), 2);  // FULL
   EXPECT_EQ(*store->pragma_for_testing("foreign_keys"), 1);
-  EXPECT_EQ(*store->pragma_for_testing("user_version"), 2);
+  EXPECT_EQ(*store->pragma_for_testing("user_version"), db::k_schema_version);
   EXPECT_TRUE(fs::exists(m_root / "hub.sqlite-wal"));  // WAL kept
   store.reset();
   EXPECT_TRUE((*second)->lock_exclusively());
@@ -223,7 +224,102 @@ TEST(StoreMigration, VersionOneDatabasesKeepTheirDataAndGainPullRequests) {
     EXPECT_EQ(discussions[0].title, "a change");
     EXPECT_EQ(discussions[0].base, first);
     EXPECT_EQ(discussions[0].status, DiscussionStatus::open);
-    EXPECT_EQ(*(*store)->pragma_for_testing("user_version"), 2);
+    EXPECT_EQ(*(*store)->pragma_for_testing("user_version"), db::k_schema_version);
+    EXPECT_TRUE((*store)->files(repo->key, second)->empty());  // no file rows: an empty tree
   }
   fs::remove_all(root);
+}
+
+namespace {
+std::string file_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+}  // namespace
+
+TEST(StoreMigration, VersionTwoFileListsBecomeTreesAndUploadTokensAreKeptHashedOnly) {
+  auto root = fresh_root();
+  fs::create_directories(root);
+  const std::string token = "5ec7e75ec7e75ec7e75ec7e75ec7e75e";  // as v2 stored it: in plain text
+  FileMap files;
+  for (auto entry : {regular_entry("README.md", "hello"), regular_entry("build/a/x.py", "x"),
+                     lfs_entry("build/a/lib.so", util::sha256_hex("lib"), 3), regular_entry("build/b/y.py", "y")})
+    files.emplace(entry.path, entry);
+  const std::string commit(40, 'c');
+  {
+    auto db = db::open(root / "hub.sqlite");
+    ASSERT_TRUE(db);
+    ASSERT_TRUE(db::init_schema(*db, root / "hub.sqlite", 2));
+    std::string sql =
+        "INSERT INTO repos VALUES (1, 'model', 'alice', 'm', 1, 'aaaaaaaaaaaaaaaaaaaaaaaa', 1000);"
+        "INSERT INTO commits VALUES (1, '" +
+        commit + "', '', '" + tree_ids(files)[""] +
+        "', 'first', '', 'alice', 1000);"
+        "INSERT INTO refs VALUES (1, 'branch', 'main', '" +
+        commit +
+        "');"
+        "INSERT INTO uploads VALUES ('" +
+        token + "', '" + util::sha256_hex(token) + "', 1, '" + util::sha256_hex("part") +
+        "', 2048, 1024, 9000000000000, 0);";
+    for (const auto& [path, e] : files)
+      sql += "INSERT INTO files VALUES (1, '" + commit + "', '" + path + "', " + std::to_string(e.size) + ", '" +
+             e.sha256 + "', '" + e.blob_id + "', " + (e.lfs ? "1" : "0") + ");";
+    ASSERT_TRUE(db::exec(*db, sql.c_str()));
+    db::close(*db);
+  }
+  ASSERT_NE(file_bytes(root / "hub.sqlite").find(token), std::string::npos);  // the fixture holds it
+  {
+    auto store = Store::open(root, g_random);
+    ASSERT_TRUE(store) << store.error().message;
+    EXPECT_EQ(*(*store)->pragma_for_testing("user_version"), 3);
+    auto migrated = *(*store)->files(1, commit);
+    ASSERT_EQ(migrated.size(), files.size());
+    for (const auto& [path, e] : files) {
+      EXPECT_EQ(migrated[path].blob_id, e.blob_id) << path;
+      EXPECT_EQ(migrated[path].sha256, e.sha256) << path;
+      EXPECT_EQ(migrated[path].lfs, e.lfs) << path;
+    }
+    EXPECT_TRUE(*(*store)->may_use_object(1, util::sha256_hex("lib")));  // referenced by a commit
+    auto upload = *(*store)->find_upload(token, 1000);
+    ASSERT_TRUE(upload);  // the URL handed out before the upgrade still works
+    EXPECT_EQ(upload->id, util::sha256_hex(token));
+    EXPECT_EQ((*store)->upload_dir(*upload), root / "uploads" / util::sha256_hex(token));  // its parts stay
+    // A resumption hands out another token for the same upload.
+    auto resumed = *(*store)->resume_upload(1, upload->oid, 2048, 1024, 1000, 9000000000000);
+    ASSERT_TRUE(resumed);
+    EXPECT_EQ(resumed->id, upload->id);
+    EXPECT_NE(resumed->token, token);
+    EXPECT_EQ((*(*store)->find_upload(resumed->token, 1000))->id, upload->id);
+    EXPECT_EQ((*(*store)->find_upload(token, 1000))->id, upload->id);
+    // Tokens issued now are as absent from the files as the migrated one.
+    EXPECT_EQ(file_bytes(root / "hub.sqlite").find(resumed->token), std::string::npos);
+    EXPECT_EQ(file_bytes(root / "hub.sqlite-wal").find(resumed->token), std::string::npos);
+  }
+  EXPECT_EQ(file_bytes(root / "hub.sqlite").find(token), std::string::npos);
+  EXPECT_EQ(file_bytes(root / "hub.sqlite-wal").find(token), std::string::npos);
+  fs::remove_all(root);
+}
+
+TEST_F(StoreTest, CommitsShareTheTreesOfUnchangedDirectories) {
+  CommitRequest wide = request_with("keep/0.txt", "0");
+  for (int i = 1; i < 50; ++i) {
+    auto entry = regular_entry("keep/" + std::to_string(i) + ".txt", std::to_string(i));
+    wide.files.emplace(entry.path, entry);
+  }
+  auto first = store->commit(repo.key, RefKind::branch, "main", main_head, wide);
+  ASSERT_TRUE(first && first->status == CasStatus::done);
+  CommitRequest changed = wide;
+  auto edit = regular_entry("edit/one.txt", "new");
+  changed.files.emplace(edit.path, edit);
+  changed.files.erase("keep/7.txt");
+  auto second = store->commit(repo.key, RefKind::branch, "main", first->commit.oid, changed);
+  ASSERT_TRUE(second && second->status == CasStatus::done);
+  auto before = *store->files(repo.key, first->commit.oid);
+  auto after = *store->files(repo.key, second->commit.oid);
+  EXPECT_EQ(before.size(), 51u);  // with the fixture's first file
+  EXPECT_EQ(after.size(), 51u);
+  EXPECT_TRUE(before.contains("keep/7.txt"));
+  EXPECT_FALSE(after.contains("keep/7.txt"));
+  EXPECT_EQ(after.at("edit/one.txt").blob_id, edit.blob_id);
+  EXPECT_EQ(second->commit.tree, tree_ids(changed.files)[""]);
 }

@@ -72,7 +72,7 @@ struct TrafficStats {
 };
 
 /// Where the parts of multipart LFS uploads are remembered (publish keeps them under .kbuild/), keyed
-/// by object and upload session (the completion URL, which the server keeps for an unfinished upload).
+/// by object and upload session (the completion URL without its credentials: net::url_without_credentials).
 struct LfsResume {
   std::function<std::map<std::uint64_t, std::string>(const std::string& oid, const std::string& session)> load;
   std::function<void(const std::string& oid, const std::string& session, std::uint64_t part, const std::string& etag)>

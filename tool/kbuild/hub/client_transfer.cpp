@@ -166,12 +166,15 @@ Result<void> HubClient::upload_multipart(const LocalFile& file, const std::strin
                                          const std::function<void(std::uint64_t)>& progress) {
   const json upload = json::parse(upload_json);
   const std::string href = upload.at("href");
+  // A resumed upload is handed out again with fresh credentials in its URL; its parts are saved under
+  // what stays the same.
+  const std::string session = net::url_without_credentials(href);
   const json header = upload.value("header", json::object());
   std::uint64_t chunk = number_field(header.at("chunk_size"));
   if (chunk == 0) return fail(hub_error("the LFS server sent a chunk size of 0 for " + file.path));
   // Parts acknowledged by an earlier, interrupted attempt of the same upload session are not sent again.
   std::map<std::uint64_t, std::string> done =
-      resume && resume->load ? resume->load(file.sha256, href) : std::map<std::uint64_t, std::string>{};
+      resume && resume->load ? resume->load(file.sha256, session) : std::map<std::uint64_t, std::string>{};
   json parts = json::array();
   for (std::uint64_t part = 1; (part - 1) * chunk < file.size; ++part) {
     std::string key = std::to_string(part);
@@ -204,7 +207,7 @@ Result<void> HubClient::upload_multipart(const LocalFile& file, const std::strin
     // Saved for a later run only when it is the part's digest (this registry: sha256; S3: md5): an
     // ETag a proxy mangled would otherwise be reused by every rerun, which then fails the same way.
     if (resume && resume->save && etag_names_part(m_last_etag, bytes))
-      resume->save(file.sha256, href, part, m_last_etag);
+      resume->save(file.sha256, session, part, m_last_etag);
   }
   net::HttpRequest complete;
   complete.method = "POST";

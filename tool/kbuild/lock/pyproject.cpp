@@ -18,6 +18,7 @@ class Parser {
   // Only [tool.kernels.dependencies] is interpreted; the rest of pyproject.toml belongs to other tools. The
   // final sort restores file order: a toml++ table iterates its keys sorted (it is a std::map).
   PyprojectDependencies run(std::string_view text) {
+    m_text = text;
     toml::table root;
     try {
       root = util::parse_toml(text, m_file);
@@ -33,6 +34,10 @@ class Parser {
     if (!deps) return std::move(m_out);
     if (!deps->is_table()) return expect_table(deps, "tool.kernels.dependencies");
     m_out.has_table = true;
+    // As `kernels lock`, which stops with "No kernels found to lock.": an empty lock would load nothing.
+    if (deps->as_table()->empty())
+      error(at(deps->source()), "[tool.kernels.dependencies] names no kernels",
+            "add one, e.g. \"kernels-community/activation\" = 1, or remove the table");
     for (const auto& [key, value] : *deps->as_table()) requirement(key, value);
     std::stable_sort(m_out.requirements.begin(), m_out.requirements.end(), [](const auto& a, const auto& b) {
       return std::pair(a.location.line, a.location.column) < std::pair(b.location.line, b.location.column);
@@ -116,7 +121,10 @@ class Parser {
       auto parsed = parse_version_string(string->get());
       if (!parsed) {
         config::SourceLocation where = at(value.source());
-        where.column += static_cast<int>(parsed.error().offset) + 1;  // past the opening quote
+        auto inside = util::toml_string_position(
+            m_text, {static_cast<size_t>(where.line), static_cast<size_t>(where.column)}, parsed.error().offset);
+        where.line = static_cast<int>(inside.line);
+        where.column = static_cast<int>(inside.column);
         error(where, "invalid version of " + repo_id + ": " + parsed.error().message, hint);
         return std::nullopt;
       }
@@ -132,6 +140,7 @@ class Parser {
   }
 
   std::string m_file;
+  std::string_view m_text;  ///< the file, for positions inside strings
   PyprojectDependencies m_out;
 };
 

@@ -51,4 +51,25 @@ Result<std::string> url_decode(std::string_view text) {
   return out;
 }
 
+std::string url_without_credentials(std::string_view url) {
+  size_t question = url.find('?');
+  if (question == std::string_view::npos) return std::string(url);
+  std::string kept(url.substr(0, question));
+  char separator = '?';
+  std::string_view query = url.substr(question + 1);
+  while (!query.empty()) {
+    size_t amp = query.find('&');
+    std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    std::string name = lower(pair.substr(0, pair.find('=')));
+    if (name == "token" || name == "signature" || name == "expires" || name == "expiration" ||
+        name.starts_with("x-amz-") || pair.empty())
+      continue;
+    kept += separator;
+    kept += pair;
+    separator = '&';
+  }
+  return kept;
+}
+
 }  // namespace kbuild::net

@@ -82,4 +82,9 @@ std::string url_encode(std::string_view text, bool keep_slash = false);
 /// Decodes %XX escapes ('+' is left alone); error on a malformed escape.
 Result<std::string> url_decode(std::string_view text);
 
+/// What stays of an upload URL across the answers that hand it out again: the URL without its
+/// credentials and expiry (query parameters `token`, `signature`, `expires`, `expiration`, `X-Amz-*`,
+/// any case), which a server may mint afresh for the same upload session.
+std::string url_without_credentials(std::string_view url);
+
 }  // namespace kbuild::net

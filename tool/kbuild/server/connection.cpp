@@ -101,22 +101,21 @@ class GuardedStream : public httplib::Stream {
   void get_local_ip_and_port(std::string& ip, int& port) const override { socket_address(m_sock, false, ip, port); }
   socket_t socket() const override { return m_sock; }
 
-  /// Waits up to `idle` for the first byte of the next request.
-  bool wait_for_request(std::chrono::seconds idle) const {
-    return !broken() && (m_offset < m_length || wait(POLLIN, Clock::now() + idle));
-  }
-  /// Waits up to `idle` for the next request, giving up after `grace` once `yield()` says others wait.
-  bool wait_for_request(std::chrono::seconds idle, std::chrono::milliseconds grace,
+  enum class Next { request, end, park };
+  /// Waits until `deadline` for the next request; once `grace` has passed and `yield()` says others
+  /// wait for a worker, answers `park` (only with nothing buffered: the stream's state is then just
+  /// the socket).
+  Next wait_for_request(Clock::time_point deadline, std::chrono::milliseconds grace,
                         const std::function<bool()>& yield) const {
-    if (broken()) return false;
-    if (m_offset < m_length) return true;
-    const auto deadline = Clock::now() + idle;
+    if (broken()) return Next::end;
+    if (m_offset < m_length) return Next::request;
     const auto patient_until = Clock::now() + grace;
     while (Clock::now() < deadline) {
-      if (wait(POLLIN, std::min(deadline, Clock::now() + std::chrono::milliseconds(50)))) return true;
-      if (Clock::now() >= patient_until && yield()) return false;
+      if (wait(POLLIN, std::min(deadline, Clock::now() + std::chrono::milliseconds(10)))) return Next::request;
+      if (m_server_socket == INVALID_SOCKET) return Next::end;
+      if (Clock::now() >= patient_until && yield()) return Next::park;
     }
-    return false;
+    return Next::end;
   }
   void begin_request() { m_budget.begin_request(Clock::now()); }
   void begin_body() { m_budget.begin_body(Clock::now()); }
@@ -199,36 +198,86 @@ bool GuardedServer::trusted_proxy(const std::string& address) const {
   return std::find(trusted.begin(), trusted.end(), canonical_ip(address).value_or(address)) != trusted.end();
 }
 
+GuardedServer::GuardedServer(ConnectionLimits limits)
+    : m_limits(limits),
+      m_clients(limits.max_connections_per_client),
+      m_idle([this](IdleConnection c) { resume(std::move(c)); }, [this](IdleConnection c) { end(c); }) {
+  new_task_queue = [this] {
+    auto* pool = new CountingThreadPool(m_limits.workers, m_waiting, [this] { detach_pool(); });
+    std::lock_guard lock(m_pool_mutex);
+    m_pool = pool;
+    return pool;
+  };
+}
+
+GuardedServer::~GuardedServer() { m_idle.stop(); }
+
+// Called as listen ends: parked connections are ended (the server is stopping) and none is resumed
+// into the pool httplib is about to destroy; connections still being served finish on their workers.
+void GuardedServer::detach_pool() {
+  {
+    std::lock_guard lock(m_pool_mutex);
+    m_pool = nullptr;
+  }
+  m_idle.stop();
+}
+
+void GuardedServer::resume(IdleConnection connection) {
+  std::unique_lock lock(m_pool_mutex);
+  if (m_pool && svr_sock_ != INVALID_SOCKET) {
+    m_pool->enqueue([this, connection = std::move(connection)]() mutable { serve(std::move(connection)); });
+    return;
+  }
+  lock.unlock();
+  end(connection);
+}
+
+void GuardedServer::end(const IdleConnection& connection) {
+  if (!connection.proxy) m_clients.release(connection.address);
+  ::shutdown(connection.sock, SHUT_RDWR);
+  ::close(connection.sock);
+}
+
 bool GuardedServer::process_and_close_socket(socket_t sock) {
-  std::string address;
+  IdleConnection connection{sock, "", false, keep_alive_max_count_, {}};
   int port = 0;
-  socket_address(sock, true, address, port);
-  bool ret = false;
-  const bool proxy = trusted_proxy(address);
-  if (!proxy && !m_clients.acquire(address)) {
-    util::log::debug("refused a connection from " + address + ": it has " +
+  socket_address(sock, true, connection.address, port);
+  connection.proxy = trusted_proxy(connection.address);
+  if (!connection.proxy && !m_clients.acquire(connection.address)) {
+    util::log::debug("refused a connection from " + connection.address + ": it has " +
                      std::to_string(m_limits.max_connections_per_client) + " open already");
     refuse(sock);
-  } else {
-    ConnectionState state;
-    GuardedStream stream(sock, m_limits.read, svr_sock_, state);
-    t_current = &state;
-    for (size_t left = keep_alive_max_count_; left > 0 && svr_sock_ != INVALID_SOCKET; --left) {
-      if (!stream.wait_for_request(std::chrono::seconds(keep_alive_timeout_sec_), m_limits.idle_grace,
-                                   [this] { return m_waiting.load() > 0; }))
-        break;
-      stream.begin_request();
-      bool closed = false;
-      ret = process_request(stream, left == 1, closed, [&](httplib::Request&) { stream.begin_body(); });
-      if (!ret || closed || state.close_after_response || stream.broken()) break;
-    }
-    t_current = nullptr;
-    if (state.drain_before_close) drain_briefly(sock);
-    if (!proxy) m_clients.release(address);
+    ::shutdown(sock, SHUT_RDWR);
+    ::close(sock);
+    return false;
   }
-  ::shutdown(sock, SHUT_RDWR);
-  ::close(sock);
-  return ret;
+  connection.idle_until = Clock::now() + std::chrono::seconds(keep_alive_timeout_sec_);
+  serve(std::move(connection));
+  return true;
+}
+
+void GuardedServer::serve(IdleConnection connection) {
+  ConnectionState state;
+  GuardedStream stream(connection.sock, m_limits.read, svr_sock_, state);
+  t_current = &state;
+  bool park = false;
+  for (; connection.requests_left > 0 && svr_sock_ != INVALID_SOCKET; --connection.requests_left) {
+    auto next = stream.wait_for_request(connection.idle_until, m_limits.idle_grace, [this] { return m_waiting > 0; });
+    if (next != GuardedStream::Next::request) {
+      park = next == GuardedStream::Next::park;
+      break;
+    }
+    stream.begin_request();
+    bool closed = false;
+    bool served =
+        process_request(stream, connection.requests_left == 1, closed, [&](httplib::Request&) { stream.begin_body(); });
+    if (!served || closed || state.close_after_response || stream.broken()) break;
+    connection.idle_until = Clock::now() + std::chrono::seconds(keep_alive_timeout_sec_);
+  }
+  t_current = nullptr;
+  if (park) return m_idle.park(std::move(connection));
+  if (state.drain_before_close) drain_briefly(connection.sock);
+  end(connection);
 }
 
 }  // namespace kbuild::server

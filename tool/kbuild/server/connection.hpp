@@ -6,8 +6,10 @@
 // most keep_alive_max_count requests per connection), and a response carrying "Connection: close"
 // really closes the connection (httplib 0.11 would read on).
 //
-// A connection waiting for its next request gives its worker up (is closed) once it has been idle a
-// moment while accepted connections wait for a worker: idle keep-alive never starves active clients.
+// A connection waiting for its next request gives its worker up once it has been idle a moment while
+// accepted connections wait for a worker: it is parked (idle_connections.hpp), still open, and served
+// again by the next free worker when its request arrives. Idle keep-alive never starves active clients
+// and costs idle clients no reconnection.
 // Connections from trusted proxies (config.toml [server] trusted-proxies) carry many clients and are
 // exempt from the per-client cap.
 //
@@ -21,10 +23,12 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "kbuild/server/guard.hpp"
+#include "kbuild/server/idle_connections.hpp"
 
 namespace kbuild::server {
 
@@ -34,13 +38,16 @@ struct ConnectionLimits {
   std::vector<std::string> trusted_proxies;  ///< canonical addresses exempt from the per-client cap
   std::size_t workers = 64;
   /// How long a connection between requests keeps its worker while others wait for one.
-  std::chrono::milliseconds idle_grace{250};
+  std::chrono::milliseconds idle_grace{20};
 };
 
-/// httplib's thread pool, counting connections accepted and not yet taken by a worker.
+/// httplib's thread pool, counting connections accepted (or resumed) and not yet taken by a worker.
+/// `on_shutdown` runs first when httplib shuts the pool down (at the end of listen, before the pool
+/// is destroyed), so that nothing is enqueued into it afterwards.
 class CountingThreadPool final : public httplib::TaskQueue {
  public:
-  CountingThreadPool(std::size_t threads, std::atomic<std::size_t>& waiting) : m_pool(threads), m_waiting(waiting) {}
+  CountingThreadPool(std::size_t threads, std::atomic<std::size_t>& waiting, std::function<void()> on_shutdown)
+      : m_pool(threads), m_waiting(waiting), m_on_shutdown(std::move(on_shutdown)) {}
   void enqueue(std::function<void()> task) override {
     ++m_waiting;
     m_pool.enqueue([this, task = std::move(task)] {
@@ -48,11 +55,15 @@ class CountingThreadPool final : public httplib::TaskQueue {
       task();
     });
   }
-  void shutdown() override { m_pool.shutdown(); }
+  void shutdown() override {
+    m_on_shutdown();
+    m_pool.shutdown();
+  }
 
  private:
   httplib::ThreadPool m_pool;
   std::atomic<std::size_t>& m_waiting;
+  std::function<void()> m_on_shutdown;
 };
 
 /// What the hooks of the server (error and post-routing handlers) learn about the connection whose
@@ -69,9 +80,8 @@ struct ConnectionState {
 
 class GuardedServer : public httplib::Server {
  public:
-  explicit GuardedServer(ConnectionLimits limits) : m_limits(limits), m_clients(limits.max_connections_per_client) {
-    new_task_queue = [this] { return new CountingThreadPool(m_limits.workers, m_waiting); };
-  }
+  explicit GuardedServer(ConnectionLimits limits);
+  ~GuardedServer() override;
   /// After binding: a listen backlog for bursts of connections (httplib's is 5; overflowing it shows
   /// clients resets and retransmission delays). Linux applies a second listen() to a listening socket.
   void widen_backlog(int backlog) { ::listen(svr_sock_, backlog); }
@@ -81,6 +91,13 @@ class GuardedServer : public httplib::Server {
 
  private:
   bool process_and_close_socket(socket_t sock) override;
+  /// Serves requests on `connection` until it closes (ended here) or is parked idle.
+  void serve(IdleConnection connection);
+  /// A parked connection's next request arrived: back to the queue of the workers.
+  void resume(IdleConnection connection);
+  /// Closes the connection and gives its per-client slot back.
+  void end(const IdleConnection& connection);
+  void detach_pool();
   /// Answers 429 on a connection over its client's limit, then closes it.
   static void refuse(socket_t sock);
 
@@ -89,6 +106,9 @@ class GuardedServer : public httplib::Server {
   ConnectionLimits m_limits;
   ClientLimiter m_clients;
   std::atomic<std::size_t> m_waiting{0};  ///< accepted connections no worker has taken yet
+  std::mutex m_pool_mutex;
+  CountingThreadPool* m_pool = nullptr;  ///< while listening; resumed connections go there
+  IdleConnections m_idle;
 };
 
 }  // namespace kbuild::server

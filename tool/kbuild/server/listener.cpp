@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <httplib.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -348,6 +349,9 @@ Result<std::unique_ptr<Listener>> Listener::bind(const ListenerOptions& options)
   auto& server = *impl->server;
   server.set_payload_max_length(std::max(options.limits.max_lfs_object, options.limits.max_commit_body));
   server.set_socket_options(exclusive_socket_options);
+  // httplib's default of 5 requests per connection makes a reader reconnect every 5 requests; an idle
+  // connection costs no worker (connection.hpp), so a connection lasts as nginx's do by default.
+  server.set_keep_alive_max_count(1000);
   impl->install_hooks();
   Impl* self = impl.get();
   auto plain = [self](const httplib::Request& in, httplib::Response& out) { self->handle(in, out, nullptr); };
@@ -370,7 +374,22 @@ Result<std::unique_ptr<Listener>> Listener::bind(const ListenerOptions& options)
 // Connections the kernel queues before a worker accepts them (capped by net.core.somaxconn).
 constexpr int k_listen_backlog = 1024;
 
+namespace {
+
+// Every connection, parked or served, holds a descriptor: the soft limit (often 1024) would refuse
+// the 1,025th client, so it is raised to the hard limit the administrator allows.
+void raise_descriptor_limit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    (void)::setrlimit(RLIMIT_NOFILE, &limit);
+  }
+}
+
+}  // namespace
+
 Result<void> Listener::Impl::bind_socket() {
+  raise_descriptor_limit();
   errno = 0;
   if (options.port == 0) {
     port = server->bind_to_any_port(options.host);

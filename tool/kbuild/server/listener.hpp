@@ -16,9 +16,10 @@
 //   429 TooManyConnections           more than max-connections-per-client connections from one address
 //   431 RequestHeaderFieldsTooLarge  more than max-header-count headers or max-header-bytes
 //
-// 64 worker threads serve connections (one each; an idle keep-alive connection gives its worker up
-// when others wait, connection.hpp); the listen backlog is 1024. The port is bound exclusively
-// (SO_REUSEADDR only, never SO_REUSEPORT): a second server on a used port fails with ExitCode::network.
+// 64 worker threads serve connections (one each; a connection idle between requests gives its worker
+// up when others wait and is parked on an epoll thread until its next request, connection.hpp); a
+// connection serves up to 1,000 requests and may stay idle 5 s; the listen backlog is 1024. The port is bound
+// exclusively (SO_REUSEADDR only, never SO_REUSEPORT): a second server on a used port fails with ExitCode::network.
 //
 // Access log (optional), one line per request, appended and flushed:
 //   <ISO 8601 time> <METHOD> <path without query> <status> <response body bytes> <client address>

@@ -17,7 +17,10 @@ namespace {
 /// The "actions" of an object to upload: one href, or one per part (in "header") for a multipart upload.
 Json upload_actions(const RouterOptions& options, const PendingUpload& upload, const std::string& verify,
                     std::int64_t now_ms) {
-  std::string href = options.base_url + "/lfs/upload/" + upload.oid + "?token=" + upload.token;
+  // `session` names the upload across resumptions (each batch answer mints a fresh token), so that a
+  // client can tell the parts it saved for this upload from those of an expired one.
+  std::string href =
+      options.base_url + "/lfs/upload/" + upload.oid + "?session=" + upload.id.substr(0, 16) + "&token=" + upload.token;
   Json action = {{"href", href}, {"expires_in", std::max<std::int64_t>(0, upload.expires_ms - now_ms) / 1000}};
   if (upload.chunk_size > 0) {
     Json header = {{"chunk_size", std::to_string(upload.chunk_size)}};
@@ -67,7 +70,7 @@ Outcome<Json> Handlers::batch_answer(const Repo& repo, const LfsObjectRequest& o
   std::int64_t expires = m_c.now + m_options.upload_ttl_ms;
   KB_TRY_ASSIGN(auto upload, lift(m_store.resume_upload(repo.key, *object.oid, bytes, chunk, m_c.now, expires)));
   if (!upload) {
-    upload = PendingUpload{m_store.random_hex(16), repo.key, *object.oid, bytes, chunk, expires, false};
+    upload = PendingUpload{m_store.random_hex(16), "", repo.key, *object.oid, bytes, chunk, expires, false};
     KB_TRY(lift(m_store.add_upload(*upload)));
   }
   answer["authenticated"] = true;

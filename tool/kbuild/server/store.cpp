@@ -11,6 +11,7 @@
 
 #include "kbuild/server/metadata_db.hpp"
 #include "kbuild/server/schema.hpp"
+#include "kbuild/server/tree_rows.hpp"
 
 namespace kbuild::server {
 
@@ -232,27 +233,18 @@ Result<std::optional<Commit>> Store::find_commit(std::int64_t repo, std::string_
 
 Result<FileMap> Store::files(std::int64_t repo, std::string_view commit_oid) {
   std::lock_guard lock(m_mutex);
-  KB_TRY_ASSIGN(auto stmt, Statement::prepare(m_db,
-                                              "SELECT path, size, sha256, blob_id, lfs FROM files "
-                                              "WHERE repo = ?1 AND commit_oid = ?2"));
+  KB_TRY_ASSIGN(auto stmt, Statement::prepare(m_db, "SELECT tree FROM commits WHERE repo = ?1 AND oid = ?2"));
   stmt.bind(1, repo).bind(2, commit_oid);
-  FileMap files;
-  while (true) {
-    KB_TRY_ASSIGN(bool row, stmt.step());
-    if (!row) break;
-    FileEntry entry{stmt.text(0), static_cast<std::uint64_t>(stmt.integer(1)), stmt.text(2), stmt.text(3),
-                    stmt.integer(4) != 0};
-    std::string path = entry.path;
-    files.emplace(std::move(path), std::move(entry));
-  }
-  return files;
+  KB_TRY_ASSIGN(bool row, stmt.step());
+  if (!row) return FileMap();
+  return db::read_tree(m_db, repo, stmt.text(0));
 }
 
 // Caller holds m_mutex and an open transaction.
 Result<Commit> Store::insert_commit(std::int64_t repo, std::string_view parent, const CommitRequest& request) {
   Commit commit;
   commit.parent = std::string(parent);
-  commit.tree = tree_ids(request.files)[""];
+  KB_TRY_ASSIGN(commit.tree, db::insert_trees(m_db, repo, request.files));
   commit.title = request.title;
   commit.message = request.message;
   commit.author = request.author;
@@ -268,16 +260,6 @@ Result<Commit> Store::insert_commit(std::int64_t repo, std::string_view parent, 
   insert.bind(1, repo).bind(2, commit.oid).bind(3, commit.parent).bind(4, commit.tree).bind(5, commit.title);
   insert.bind(6, commit.message).bind(7, commit.author).bind(8, commit.time_ms);
   KB_TRY(insert.run());
-  KB_TRY_ASSIGN(auto file,
-                Statement::prepare(m_db,
-                                   "INSERT OR IGNORE INTO files (repo, commit_oid, path, size, sha256, blob_id, lfs) "
-                                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"));
-  for (const auto& [path, entry] : request.files) {
-    file.reset();
-    file.bind(1, repo).bind(2, commit.oid).bind(3, path).bind(4, static_cast<std::int64_t>(entry.size));
-    file.bind(5, entry.sha256).bind(6, entry.blob_id).bind(7, std::int64_t{entry.lfs});
-    KB_TRY(file.run());
-  }
   if (std::exchange(m_fail_next_commit, false)) return fail("simulated crash before the ref update");
   return commit;
 }

@@ -14,7 +14,7 @@
 //   <root>/tmp/                         temporary files (spooled request bodies, blobs being written);
 //                                       none outlives its request, so `kbuild hub serve` empties it
 //                                       at start (sweep_temporary)
-//   <root>/uploads/<id>/<part>          parts of a multipart LFS upload (<id>: SHA-256 of its token)
+//   <root>/uploads/<id>/<part>          parts of a multipart LFS upload (<id>: SHA-256 of its first token)
 //                                       until it completes or expires
 //
 // Database schema (PRAGMA user_version = 2, schema.cpp; sizes in bytes, times in milliseconds since
@@ -26,16 +26,15 @@
 //   commits (repo -> repos.key ON DELETE CASCADE, oid TEXT -- 40 hex, parent TEXT -- "" for the root
 //            tree TEXT -- git tree id of the root, title TEXT, message TEXT, author TEXT,
 //            time_ms INTEGER, PRIMARY KEY(repo, oid))
-//   files   (repo, commit_oid -> commits ON DELETE CASCADE, path TEXT, size INTEGER -- content size
-//            sha256 TEXT -- of the content, blob_id TEXT -- git blob id of what git would store
-//            (content, or the LFS pointer), lfs INTEGER, PRIMARY KEY(repo, commit_oid, path))
-//            -- the COMPLETE file list of every commit, not a diff; indexed by (repo, sha256)
+//   trees, tree_entries                 -- every commit's file list as shared git trees (tree_rows.hpp)
 //   refs    (repo -> repos.key ON DELETE CASCADE, kind TEXT -- branch|tag|pr, name TEXT -- "main",
 //            "v1.0", "3" (for refs/pr/3), target TEXT -- commit oid, PRIMARY KEY(repo, kind, name))
-//   uploads (token TEXT PRIMARY KEY, token_hash TEXT UNIQUE -- sha256 of token, repo -> repos.key
-//            ON DELETE CASCADE, oid TEXT -- sha256, size INTEGER, chunk_size INTEGER -- 0 for a
-//            single PUT, expires_ms INTEGER, completed INTEGER)
+//   uploads (id TEXT PRIMARY KEY -- sha256 of its first token, repo -> repos.key ON DELETE CASCADE,
+//            oid TEXT -- sha256, size INTEGER, chunk_size INTEGER -- 0 for a single PUT,
+//            expires_ms INTEGER, completed INTEGER)
 //            -- LFS uploads handed out by a repo's batch endpoint; completed ones stay until expiry
+//   upload_tokens (token_hash TEXT PRIMARY KEY -- sha256 of a token, upload -> uploads.id ON DELETE
+//            CASCADE)  -- the tokens of an upload; never the tokens themselves (schema version 3)
 //   repo_objects (repo -> repos.key ON DELETE CASCADE, oid TEXT, PRIMARY KEY(repo, oid))
 //            -- objects a repo received through its own LFS uploads (router.hpp, "Content access")
 //   discussions (repo -> repos.key ON DELETE CASCADE, num INTEGER, object_id TEXT, is_pr INTEGER,
@@ -112,7 +111,9 @@ struct CommitOutcome {
 
 /// A multipart or single-PUT LFS upload handed out by the batch endpoint of one repo.
 struct PendingUpload {
-  std::string token;      ///< one-time secret carried in the upload URLs
+  std::string token;  ///< secret carried in the upload URLs: the one presented or just minted
+  /// Names the upload (rows, parts directory): the SHA-256 of its first token, set by add_upload.
+  std::string id;
   std::int64_t repo = 0;  ///< the repo whose batch handed it out; it receives the object
   std::string oid;        ///< expected SHA-256 of the content
   std::uint64_t size = 0;
@@ -246,13 +247,14 @@ class Store {
   Result<std::string> read_blob(std::string_view sha256) const;
 
   // --- LFS uploads (store_uploads.cpp) ---
-  Result<void> add_upload(const PendingUpload& upload);
-  /// The upload with this token, if it exists and has not expired at `now_ms`. The row is looked up by
-  /// the token's SHA-256 and the token then compared in constant time.
+  Result<void> add_upload(PendingUpload& upload);
+  /// Records a new upload and its token (as a hash only); sets `upload.id` when empty.
+  /// The upload with this token, if it exists and has not expired at `now_ms`, looked up by the token's
+  /// SHA-256 (the database holds no token, so there is nothing to compare it with byte by byte).
   Result<std::optional<PendingUpload>> find_upload(std::string_view token, std::int64_t now_ms);
   /// An incomplete, unexpired upload of `oid` with this size and chunk size handed out to `repo`, so
-  /// that a client asking again resumes it (same token and URLs, parts kept); its expiry moves to
-  /// `expires_ms`. nullopt when there is none.
+  /// that a client asking again resumes it (parts kept) with a freshly minted token, as the database
+  /// cannot give the earlier one back; its expiry moves to `expires_ms`. nullopt when there is none.
   Result<std::optional<PendingUpload>> resume_upload(std::int64_t repo, std::string_view oid, std::uint64_t size,
                                                      std::uint64_t chunk_size, std::int64_t now_ms,
                                                      std::int64_t expires_ms);
@@ -260,7 +262,7 @@ class Store {
   Result<void> finish_upload(const PendingUpload& upload);
   /// Forgets uploads that expired before `now_ms`, with their parts.
   Result<void> expire_uploads(std::int64_t now_ms);
-  /// Where the parts of a multipart upload are kept: <root>/uploads/<sha256 of token>/<part number>.
+  /// Where the parts of a multipart upload are kept: <root>/uploads/<id>/<part number>.
   std::filesystem::path upload_dir(const PendingUpload& upload) const;
   /// What the LFS batch endpoint does first: expire_uploads(now_ms) and, at most once a minute,
   /// sweep_temporary(now_ms - max_age_ms).

@@ -1,4 +1,4 @@
-// The Store's LFS side: pending uploads (found by their token, resumed, finished, expired), the objects
+// The Store's LFS side: pending uploads (found by a token's hash, resumed, finished, expired), the objects
 // each repo may use, and the sweep of temporary files.
 
 #include <sys/stat.h>
@@ -18,10 +18,12 @@ using db::Transaction;
 
 namespace {
 
-constexpr const char* k_upload_columns = "token, repo, oid, size, chunk_size, expires_ms, completed";
+constexpr const char* k_upload_columns = "u.id, u.repo, u.oid, u.size, u.chunk_size, u.expires_ms, u.completed";
 
-PendingUpload upload_from(const Statement& row) {
-  return {row.text(0),
+/// An upload read from its row; its token is whatever the caller knows (none is stored).
+PendingUpload upload_from(const Statement& row, std::string token) {
+  return {std::move(token),
+          row.text(0),
           row.integer(1),
           row.text(2),
           static_cast<std::uint64_t>(row.integer(3)),
@@ -58,49 +60,66 @@ void remove_counted(const fs::path& path, SweepReport& report) {
 }  // namespace
 
 fs::path Store::upload_dir(const PendingUpload& upload) const {
-  return m_root / "uploads" / util::sha256_hex(upload.token);
+  return m_root / "uploads" / (upload.id.empty() ? util::sha256_hex(upload.token) : upload.id);
 }
 
 Result<bool> Store::may_use_object(std::int64_t repo, std::string_view oid) {
   std::lock_guard lock(m_mutex);
-  KB_TRY_ASSIGN(auto stmt, Statement::prepare(m_db,
-                                              "SELECT 1 FROM repo_objects WHERE repo = ?1 AND oid = ?2 "
-                                              "UNION ALL SELECT 1 FROM files WHERE repo = ?1 AND sha256 = ?2 LIMIT 1"));
+  KB_TRY_ASSIGN(auto stmt,
+                Statement::prepare(m_db,
+                                   "SELECT 1 FROM repo_objects WHERE repo = ?1 AND oid = ?2 "
+                                   "UNION ALL SELECT 1 FROM tree_entries WHERE repo = ?1 AND sha256 = ?2 LIMIT 1"));
   stmt.bind(1, repo).bind(2, oid);
   return stmt.step();
 }
 
-Result<void> Store::add_upload(const PendingUpload& upload) {
-  std::lock_guard lock(m_mutex);
-  KB_TRY_ASSIGN(auto stmt,
-                Statement::prepare(m_db,
-                                   "INSERT INTO uploads (token, token_hash, repo, oid, size, chunk_size, expires_ms, "
-                                   "completed) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"));
-  stmt.bind(1, upload.token).bind(2, util::sha256_hex(upload.token)).bind(3, upload.repo).bind(4, upload.oid);
-  stmt.bind(5, static_cast<std::int64_t>(upload.size)).bind(6, static_cast<std::int64_t>(upload.chunk_size));
-  stmt.bind(7, upload.expires_ms).bind(8, std::int64_t{upload.completed});
+namespace {
+
+/// Records that `token` opens upload `id` (as its SHA-256 only). Caller holds the mutex.
+Result<void> add_token(sqlite3* db, std::string_view id, std::string_view token) {
+  KB_TRY_ASSIGN(auto stmt, Statement::prepare(db, "INSERT INTO upload_tokens (token_hash, upload) VALUES (?1, ?2)"));
+  stmt.bind(1, util::sha256_hex(token)).bind(2, id);
   return stmt.run();
+}
+
+}  // namespace
+
+Result<void> Store::add_upload(PendingUpload& upload) {
+  if (upload.id.empty()) upload.id = util::sha256_hex(upload.token);
+  std::lock_guard lock(m_mutex);
+  KB_TRY_ASSIGN(auto tx, Transaction::begin(m_db));
+  KB_TRY_ASSIGN(auto stmt, Statement::prepare(m_db,
+                                              "INSERT INTO uploads (id, repo, oid, size, chunk_size, expires_ms, "
+                                              "completed) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"));
+  stmt.bind(1, upload.id).bind(2, upload.repo).bind(3, upload.oid).bind(4, static_cast<std::int64_t>(upload.size));
+  stmt.bind(5, static_cast<std::int64_t>(upload.chunk_size)).bind(6, upload.expires_ms);
+  stmt.bind(7, std::int64_t{upload.completed});
+  KB_TRY(stmt.run());
+  KB_TRY(add_token(m_db, upload.id, upload.token));
+  return tx.commit();
 }
 
 Result<std::optional<PendingUpload>> Store::find_upload(std::string_view token, std::int64_t now_ms) {
   std::lock_guard lock(m_mutex);
   KB_TRY_ASSIGN(auto stmt, Statement::prepare(m_db, std::string("SELECT ") + k_upload_columns +
-                                                        " FROM uploads WHERE token_hash = ?1"));
+                                                        " FROM upload_tokens t JOIN uploads u ON u.id = t.upload "
+                                                        "WHERE t.token_hash = ?1"));
   stmt.bind(1, util::sha256_hex(token));
   KB_TRY_ASSIGN(bool row, stmt.step());
   if (!row) return std::optional<PendingUpload>();
-  PendingUpload upload = upload_from(stmt);
-  if (!equal_in_constant_time(upload.token, token) || upload.expires_ms < now_ms) return std::optional<PendingUpload>();
+  PendingUpload upload = upload_from(stmt, std::string(token));
+  if (upload.expires_ms < now_ms) return std::optional<PendingUpload>();
   return std::optional<PendingUpload>(std::move(upload));
 }
 
 Result<std::optional<PendingUpload>> Store::resume_upload(std::int64_t repo, std::string_view oid, std::uint64_t size,
                                                           std::uint64_t chunk_size, std::int64_t now_ms,
                                                           std::int64_t expires_ms) {
+  std::string token = random_hex(16);
   std::lock_guard lock(m_mutex);
   KB_TRY_ASSIGN(auto tx, Transaction::begin(m_db));
   KB_TRY_ASSIGN(auto stmt, Statement::prepare(m_db, std::string("SELECT ") + k_upload_columns +
-                                                        " FROM uploads WHERE repo = ?1 AND oid = ?2 AND size = ?3 "
+                                                        " FROM uploads u WHERE repo = ?1 AND oid = ?2 AND size = ?3 "
                                                         "AND chunk_size = ?4 AND completed = 0 AND expires_ms >= ?5 "
                                                         "ORDER BY expires_ms DESC LIMIT 1"));
   stmt.bind(1, repo)
@@ -110,12 +129,13 @@ Result<std::optional<PendingUpload>> Store::resume_upload(std::int64_t repo, std
   stmt.bind(5, now_ms);
   KB_TRY_ASSIGN(bool row, stmt.step());
   if (!row) return std::optional<PendingUpload>();
-  PendingUpload upload = upload_from(stmt);
+  PendingUpload upload = upload_from(stmt, std::move(token));
   stmt.reset();
   upload.expires_ms = std::max(upload.expires_ms, expires_ms);
-  KB_TRY_ASSIGN(auto extend, Statement::prepare(m_db, "UPDATE uploads SET expires_ms = ?1 WHERE token = ?2"));
-  extend.bind(1, upload.expires_ms).bind(2, upload.token);
+  KB_TRY_ASSIGN(auto extend, Statement::prepare(m_db, "UPDATE uploads SET expires_ms = ?1 WHERE id = ?2"));
+  extend.bind(1, upload.expires_ms).bind(2, upload.id);
   KB_TRY(extend.run());
+  KB_TRY(add_token(m_db, upload.id, upload.token));
   KB_TRY(tx.commit());
   return std::optional<PendingUpload>(std::move(upload));
 }
@@ -124,8 +144,8 @@ Result<void> Store::finish_upload(const PendingUpload& upload) {
   {
     std::lock_guard lock(m_mutex);
     KB_TRY_ASSIGN(auto tx, Transaction::begin(m_db));
-    KB_TRY_ASSIGN(auto done, Statement::prepare(m_db, "UPDATE uploads SET completed = 1 WHERE token = ?1"));
-    done.bind(1, upload.token);
+    KB_TRY_ASSIGN(auto done, Statement::prepare(m_db, "UPDATE uploads SET completed = 1 WHERE id = ?1"));
+    done.bind(1, upload.id);
     KB_TRY(done.run());
     KB_TRY_ASSIGN(auto grant,
                   Statement::prepare(m_db, "INSERT OR IGNORE INTO repo_objects (repo, oid) VALUES (?1, ?2)"));
@@ -143,12 +163,12 @@ Result<void> Store::expire_uploads(std::int64_t now_ms) {
   {
     std::lock_guard lock(m_mutex);
     KB_TRY_ASSIGN(auto select, Statement::prepare(m_db, std::string("SELECT ") + k_upload_columns +
-                                                            " FROM uploads WHERE expires_ms < ?1"));
+                                                            " FROM uploads u WHERE expires_ms < ?1"));
     select.bind(1, now_ms);
     while (true) {
       KB_TRY_ASSIGN(bool row, select.step());
       if (!row) break;
-      expired.push_back(upload_from(select));
+      expired.push_back(upload_from(select, ""));
     }
     KB_TRY_ASSIGN(auto remove, Statement::prepare(m_db, "DELETE FROM uploads WHERE expires_ms < ?1"));
     remove.bind(1, now_ms);
@@ -186,7 +206,7 @@ Result<SweepReport> Store::sweep_temporary(std::int64_t older_than_ms) {
   std::set<std::string> live;
   {
     std::lock_guard lock(m_mutex);
-    KB_TRY_ASSIGN(auto select, Statement::prepare(m_db, "SELECT token_hash FROM uploads"));
+    KB_TRY_ASSIGN(auto select, Statement::prepare(m_db, "SELECT id FROM uploads"));
     while (true) {
       KB_TRY_ASSIGN(bool row, select.step());
       if (!row) break;

@@ -1,5 +1,7 @@
 #include "kbuild/util/toml_guard.hpp"
 
+#include <cctype>
+#include <utility>
 #include <vector>
 
 namespace kbuild::util {
@@ -102,5 +104,86 @@ class ShapeScanner {
 }  // namespace
 
 std::optional<TomlShapeProblem> toml_shape_problem(std::string_view text) { return ShapeScanner(text).run(); }
+
+namespace {
+
+bool starts_code_point(char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }
+
+/// Byte index of (line, column) in `text`; columns count code points.
+std::size_t byte_index(std::string_view text, TomlPosition at) {
+  std::size_t i = 0;
+  for (std::size_t line = 1; line < at.line && i < text.size(); ++i)
+    if (text[i] == '\n') ++line;
+  for (std::size_t column = 1; column < at.column && i < text.size();) {
+    ++i;
+    if (i < text.size() && starts_code_point(text[i])) ++column;
+  }
+  return i;
+}
+
+TomlPosition position_of(std::string_view text, std::size_t index) {
+  TomlPosition at{1, 1};
+  for (std::size_t i = 0; i < index && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      at = {at.line + 1, 1};
+    } else if (i + 1 < text.size() && starts_code_point(text[i + 1])) {
+      ++at.column;
+    }
+  }
+  return at;
+}
+
+/// How many bytes the escape at text[i] (a backslash) decodes to, and its length in the source.
+std::pair<std::size_t, std::size_t> escape_size(std::string_view text, std::size_t i) {
+  char kind = i + 1 < text.size() ? text[i + 1] : '\0';
+  std::size_t digits = kind == 'u' ? 4 : kind == 'U' ? 8 : 0;
+  if (digits == 0) return {1, 2};
+  unsigned long code = 0;
+  for (std::size_t d = 0; d < digits && i + 2 + d < text.size(); ++d) {
+    char c = text[i + 2 + d];
+    int value = c >= '0' && c <= '9' ? c - '0' : (c | 0x20) >= 'a' && (c | 0x20) <= 'f' ? (c | 0x20) - 'a' + 10 : 0;
+    code = code * 16 + static_cast<unsigned long>(value);
+  }
+  std::size_t bytes = code < 0x80 ? 1 : code < 0x800 ? 2 : code < 0x10000 ? 3 : 4;
+  return {bytes, 2 + digits};
+}
+
+}  // namespace
+
+TomlPosition toml_string_position(std::string_view text, TomlPosition opening, std::size_t offset) {
+  std::size_t i = byte_index(text, opening);
+  if (i >= text.size()) return opening;
+  const char quote = text[i];
+  const std::string_view delimiter = text.substr(i, 3) == std::string(3, quote) ? text.substr(i, 3) : text.substr(i, 1);
+  const bool multi_line = delimiter.size() == 3;
+  i += delimiter.size();
+  if (multi_line && text.substr(i, 2) == "\r\n") {
+    i += 2;
+  } else if (multi_line && i < text.size() && text[i] == '\n') {
+    ++i;
+  }
+  std::size_t produced = 0;
+  while (i < text.size() && text.substr(i, delimiter.size()) != delimiter) {
+    if (quote == '"' && text[i] == '\\') {
+      std::size_t after = i + 1;
+      while (multi_line && after < text.size() && (text[after] == ' ' || text[after] == '\t')) ++after;
+      if (multi_line && after < text.size() && (text[after] == '\n' || text[after] == '\r')) {
+        while (after < text.size() && std::isspace(static_cast<unsigned char>(text[after]))) ++after;
+        i = after;  // a line-ending backslash: it and the whitespace after it decode to nothing
+        continue;
+      }
+      auto [bytes, length] = escape_size(text, i);
+      if (offset < produced + bytes) break;
+      produced += bytes;
+      i += length;
+      continue;
+    }
+    if (offset <= produced) break;
+    if (text.substr(i, 2) == "\r\n") ++i;  // one decoded newline
+    ++produced;
+    ++i;
+  }
+  return position_of(text, i);
+}
 
 }  // namespace kbuild::util

@@ -25,4 +25,15 @@ inline constexpr std::size_t k_max_toml_nesting = 64;
 /// nullopt when it has neither (whether it is valid TOML is left to the parser).
 std::optional<TomlShapeProblem> toml_shape_problem(std::string_view text);
 
+struct TomlPosition {
+  std::size_t line = 0;    ///< 1-based
+  std::size_t column = 0;  ///< 1-based, in code points (as toml++ counts)
+};
+
+/// Where byte `offset` of a string value's decoded text sits in `text`, the string's opening quote
+/// being at `opening`. Handles the four TOML string forms: escapes (a byte an escape produces sits at
+/// its backslash), the newline dropped after an opening """ or ''', and line-ending backslashes. Past
+/// the end of the string: its closing quote.
+TomlPosition toml_string_position(std::string_view text, TomlPosition opening, std::size_t offset);
+
 }  // namespace kbuild::util
