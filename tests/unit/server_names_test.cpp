@@ -1,9 +1,17 @@
 // Names and shapes the registry refuses before it stores or parses anything: paths a clone could
-// not check out (path_rules.hpp) and JSON nested or sized to exhaust memory (wire_json.hpp).
+// not check out (path_rules.hpp) and JSON nested or sized to exhaust memory (wire_json.hpp); and idle
+// keep-alive connections parked off the workers (idle_connections.hpp).
 
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <mutex>
+#include <vector>
 
 #include "kbuild/server/guard.hpp"
+#include "kbuild/server/idle_connections.hpp"
 #include "kbuild/server/path_rules.hpp"
 #include "kbuild/server/wire_json.hpp"
 #include "unit/server_fixtures.hpp"
@@ -153,4 +161,42 @@ TEST_F(RouterTest, RightsFollowTheRepositorysOwnSpellingNotTheUrls) {
   EXPECT_EQ(call("DELETE", "/api/repos/delete", R"({"name":"open","organization":"ORG","type":"model"})", carol).status,
             403);
   EXPECT_EQ(call("GET", "/api/models/org/open").status, 200);  // still there
+}
+
+// ---------------------------------------------------------------------------------------------
+// Idle keep-alive connections parked off the workers (real sockets: a socketpair per connection)
+
+TEST(IdleConnections, AParkedConnectionComesBackWhenItsRequestArrivesAndEndsWhenIdleTooLong) {
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<int> ready, expired;
+  auto record = [&](std::vector<int>& into) {
+    return [&](IdleConnection c) {
+      std::lock_guard lock(mutex);
+      into.push_back(c.sock);
+      changed.notify_all();
+    };
+  };
+  IdleConnections idle(record(ready), record(expired));
+  int talking[2], silent[2], late[2];
+  for (int* pair : {talking, silent, late}) ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
+  auto now = std::chrono::steady_clock::now();
+  idle.park({talking[0], "a", false, 5, now + std::chrono::seconds(30)});
+  idle.park({silent[0], "b", false, 5, now + std::chrono::milliseconds(150)});
+  idle.park({late[0], "c", false, 5, now + std::chrono::seconds(30)});
+  EXPECT_EQ(idle.parked(), 3u);
+  ASSERT_EQ(::write(talking[1], "GET", 3), 3);
+  {
+    std::unique_lock lock(mutex);
+    ASSERT_TRUE(
+        changed.wait_for(lock, std::chrono::seconds(5), [&] { return ready.size() == 1 && expired.size() == 1; }));
+  }
+  EXPECT_EQ(ready, std::vector<int>{talking[0]});   // its request arrived: back to a worker
+  EXPECT_EQ(expired, std::vector<int>{silent[0]});  // idle past its deadline: ended
+  idle.stop();                                      // the server stops: what is still parked is ended
+  EXPECT_EQ(expired, (std::vector<int>{silent[0], late[0]}));
+  idle.park({talking[0], "a", false, 5, now + std::chrono::seconds(30)});  // after stop: ended at once
+  EXPECT_EQ(expired.back(), talking[0]);
+  EXPECT_EQ(ready.size(), 1u);
+  for (int* pair : {talking, silent, late}) ::close(pair[0]), ::close(pair[1]);
 }
