@@ -17,6 +17,9 @@ namespace kbuild::cache {
 namespace fs = std::filesystem;
 
 namespace {
+// A manifest lists the header sets seen for one (command, source) pair, newest first. Sixteen covers
+// a kernel switching between a few Torch or CUDA versions and branches; beyond that the oldest
+// header sets go, costing at worst a recompile.
 constexpr size_t k_manifest_entries = 16;
 constexpr std::uint64_t k_named_warnings = 3;  ///< damaged entries named per run; the rest are counted
 }  // namespace
@@ -94,6 +97,8 @@ void CompileCache::warn_once(const std::string& message) {
   m_warned = true;
 }
 
+// Memoised by (mtime, size) within one run: a header included by every unit is hashed once, not once
+// per job. Across runs nothing is trusted from timestamps: each run hashes again.
 Result<std::string> CompileCache::content_sha256(const std::string& path) {
   util::FileStat st = m_fs.stat(path);
   if (!st.is_file) return fail("missing " + path);
@@ -106,6 +111,11 @@ Result<std::string> CompileCache::content_sha256(const std::string& path) {
   return sha;
 }
 
+// Two lookups, as ccache's "direct mode": a compile's manifest key (compiler, flags, source content;
+// key.hpp) finds the header sets that compiling it read before; the first set whose headers all
+// still have the recorded hashes names the object. A link's key is its command and the hashes of its
+// inputs, whose objects were themselves verified. Every restored byte is checked against its key
+// (decode_object) and must be an ELF of the job's kind before it is written.
 Result<bool> CompileCache::try_restore(const plan::Job& job) {
   std::string k1;  // the manifest key of a compile job
   std::string key;
@@ -186,6 +196,9 @@ void CompileCache::remote_failed(const std::string& message) {
   m_warn("remote compile cache: " + message + "; building without it for the rest of this run");
 }
 
+// Local first, then the remote cache. A remote entry is validated before use and kept locally, so
+// the next run does not ask again; a damaged one is only a miss (it cannot be removed from here, and
+// the next store replaces it).
 std::optional<std::string> CompileCache::read_tiered(const fs::path& path,
                                                      const std::function<bool(const std::string&)>& valid) {
   if (usable_slot(path)) {
@@ -294,6 +307,8 @@ void CompileCache::store(const plan::Job& job, const std::vector<std::string>& p
   if (auto stored = try_store(job, prerequisites, names_volatile_define); !stored) warn_once(stored.error().message);
 }
 
+// Eviction runs once per build, down to 90 % of the cap, so that a cache at its cap is not scanned
+// again after every build that adds one object.
 void CompileCache::finish() {
   (void)sweep_leftovers(m_fs, m_dir);
   CacheSummary summary;

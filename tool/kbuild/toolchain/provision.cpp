@@ -33,6 +33,10 @@ fs::path tvm_ffi_toolchain_dir(const util::CacheLayout& cache, const LockedArtif
   return cache.toolchains() / ("tvm-ffi-" + wheel.version + "-" + wheel.sha256.substr(0, 12));
 }
 
+// A toolchain directory is published by renaming a fully unpacked staging directory onto its name,
+// with `.complete` written last: a reader that sees the name sees everything. A directory without the
+// marker (left by a killed process) is moved aside first; when two processes race, the loser's
+// rename fails onto a complete directory and its staging copy is dropped.
 Result<void> install_complete_dir(util::FileSystem& fs, const fs::path& staging, const fs::path& dir) {
   if (!toolchain_complete(fs, dir) && fs.stat(dir).exists) {
     fs::path aside = util::temp_sibling(dir);
@@ -49,6 +53,9 @@ Result<void> install_complete_dir(util::FileSystem& fs, const fs::path& staging,
   return {};
 }
 
+// Only what a build compiles and links against is unpacked from a Torch wheel: headers, the CMake
+// config, version.py, and the libraries the binding links; not the Python package or the other
+// libraries, which no build reads.
 std::optional<std::string> torch_wheel_entry(const std::string& name) {
   if (name.starts_with("torch/include/") || name.starts_with("torch/share/cmake/") || name == "torch/version.py")
     return name;
@@ -112,6 +119,9 @@ Provisioner::Provisioner(util::ProcessLauncher& launcher, util::FileSystem& fs, 
                          LockFile& lock, ProgressSink progress)
     : m_launcher(launcher), m_fs(fs), m_options(std::move(options)), m_lock(lock), m_progress(std::move(progress)) {}
 
+// pip is asked for the wheel of the lock's platform and Python, not of this machine's: `toolchains
+// lock` on any host pins what a manylinux_2_28 build needs, and `--only-binary` keeps pip from
+// building an sdist. The older manylinux tags come after, for packages that publish only those.
 std::vector<std::string> Provisioner::platform_args(bool torch_wheel) const {
   std::vector<std::string> args = {"--only-binary=:all:"};
   for (const char* platform : {"manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64",

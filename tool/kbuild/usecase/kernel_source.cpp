@@ -1,6 +1,7 @@
 #include "kbuild/usecase/kernel_source.hpp"
 
 #include <algorithm>
+#include <future>
 #include <map>
 #include <set>
 
@@ -257,9 +258,12 @@ Result<BuildIdentity> build_identity(util::FileSystem& fs, util::ProcessLauncher
                                      const std::filesystem::path& kernel_dir, const config::KernelConfig& config,
                                      const std::optional<std::string>& explicit_id) {
   BuildIdentity identity;
-  KB_TRY_ASSIGN(identity.sources, source_manifest(fs, kernel_dir, config));
-  if (auto git = util::git_state(launcher, kernel_dir))
-    identity.kernel_git = layout::GitProvenance{git->commit, git->dirty};
+  // `git status` is a process of its own (about 2 ms of a no-op build): it runs while the sources
+  // are hashed. The launcher is used by no one else meanwhile.
+  auto git = std::async(std::launch::async, [&launcher, &kernel_dir] { return util::git_state(launcher, kernel_dir); });
+  auto sources = source_manifest(fs, kernel_dir, config);
+  if (auto state = git.get()) identity.kernel_git = layout::GitProvenance{state->commit, state->dirty};
+  KB_TRY_ASSIGN(identity.sources, std::move(sources));
   if (explicit_id) {
     if (!is_valid_unique_id(*explicit_id))
       return fail("--unique-id \"" + *explicit_id + "\" is not usable in a Python identifier",
