@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kbuild/exec/reporter.hpp"
+#include "kbuild/toolchain/host_toolchain.hpp"
 #include "kbuild/toolchain/lock.hpp"
 #include "kbuild/usecase/build.hpp"
 #include "kbuild/util/interrupt.hpp"
@@ -98,9 +99,25 @@ struct MatrixBuildFixture : BuildFixture {
     toolchain::LockFile lock;
     lock.toolchains["torch-2.10"] = {{"torch", "2.10.0", "torch-2.10.0-cp312-manylinux_2_28_x86_64.whl", k_sha_210}};
     lock.toolchains["torch-2.11"] = {{"torch", "2.11.0", "torch-2.11.0-cp312-manylinux_2_28_x86_64.whl", k_sha_211}};
+    lock.toolchains["gcc-12.2"] = host_pins();
     fs.put("/k/kbuild.lock", lock.serialize());
+    unpacked_host_toolchain();
     unpacked_torch("2.10.0", k_sha_210);
     unpacked_torch("2.11.0", k_sha_211);
+  }
+
+  static std::vector<toolchain::LockedArtifact> host_pins() {
+    return {{"g++-12", "12.2.0-14", "g++-12_12.2.0-14_amd64.deb", std::string(64, 'c'),
+             "https://deb.debian.org/debian/pool/main/g/gcc-12/g++-12_12.2.0-14_amd64.deb"}};
+  }
+
+  // What Provisioner::host_compiler leaves in the cache: the unpacked root and its .complete marker.
+  std::string unpacked_host_toolchain() {
+    const auto dir =
+        toolchain::host_toolchain_dir(util::CacheLayout{"/cache"}, toolchain::bookworm_gcc12_recipe(), host_pins());
+    fs.put((dir / "root/usr/bin/x86_64-linux-gnu-g++-12").string(), "");
+    fs.put((dir / ".complete").string(), "host toolchain\n");
+    return dir.string();
   }
 
   // What Provisioner::torch leaves in the cache for a wheel: headers, libraries, version.py, .complete.

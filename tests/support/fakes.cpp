@@ -27,7 +27,8 @@ std::string argument_after(const std::vector<std::string>& argv, const std::stri
 }
 }  // namespace
 
-Result<void> FakeCommandRunner::start(size_t token, const std::vector<std::string>& argv) {
+Result<void> FakeCommandRunner::start(size_t token, const std::vector<std::string>& argv,
+                                      const std::map<std::string, std::string>&) {
   started.push_back(argv);
   m_queue.emplace_back(token, argv);
   max_concurrent = std::max(max_concurrent, m_queue.size());

@@ -50,7 +50,8 @@ class FakeCommandRunner final : public exec::CommandRunner {
   std::vector<std::vector<std::string>> started;  ///< every argv started
   size_t max_concurrent = 0;                      ///< highest number running at once
 
-  Result<void> start(size_t token, const std::vector<std::string>& argv) override;
+  Result<void> start(size_t token, const std::vector<std::string>& argv,
+                     const std::map<std::string, std::string>& env = {}) override;
   std::optional<exec::CommandResult> wait() override;
   void abort_all() override { m_queue.clear(); }
   size_t running() const override { return m_queue.size(); }

@@ -393,7 +393,8 @@ TEST(Provision, TheMatrixLockPinsItsCutlassArchiveDropsUnusedPinsAndUpdateKeepsT
                      {"cuda-13.0", pin("nvidia-cuda-nvcc", "13.0.88")},
                      {"torch-2.1", pin("torch", "2.1.2")},
                      {"tvm-ffi-0.1", pin("apache-tvm-ffi", "0.1.9")},
-                     {"cutlass-3.6", pin("nvidia-cutlass", "3.6.0.0")}};
+                     {"cutlass-3.6", pin("nvidia-cutlass", "3.6.0.0")},
+                     {"gcc-12.2", pin("g++-12", "12.2.0-14")}};
   kbuild::plan::MatrixEntry entry;
   entry.variant.backend = kbuild::config::Backend::cuda;
   entry.variant.torch = *kbuild::util::Version::parse("2.11");
@@ -405,7 +406,7 @@ TEST(Provision, TheMatrixLockPinsItsCutlassArchiveDropsUnusedPinsAndUpdateKeepsT
   ASSERT_TRUE(pinned) << pinned.error().message;
   std::vector<std::string> names;
   for (const auto& [name, artifacts] : lock.toolchains) names.push_back(name);
-  EXPECT_EQ(names, (std::vector<std::string>{"cuda-13.0", "cutlass-4.0", "torch-2.11"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"cuda-13.0", "cutlass-4.0", "gcc-12.2", "torch-2.11"}));
   EXPECT_EQ(lock.find("cutlass-4.0")->front().package, "cutlass-source");
   EXPECT_TRUE(launcher.ran.empty());
 

@@ -3,6 +3,7 @@
 // finish; SubprocessRunner does it with real processes, tests use a scripted fake.
 
 #include <cstddef>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,8 +22,10 @@ struct CommandResult {
 class CommandRunner {
  public:
   virtual ~CommandRunner() = default;
-  /// Starts argv; `token` comes back in the CommandResult. Error if it could not be started.
-  virtual Result<void> start(size_t token, const std::vector<std::string>& argv) = 0;
+  /// Starts argv with `env` set in (or overriding) kbuild's environment; `token` comes back in the
+  /// CommandResult. Error if it could not be started.
+  virtual Result<void> start(size_t token, const std::vector<std::string>& argv,
+                             const std::map<std::string, std::string>& env = {}) = 0;
   /// Blocks until one running command finishes and returns it. nullopt when nothing is running or
   /// an interrupt arrived (see interrupt.hpp).
   virtual std::optional<CommandResult> wait() = 0;
@@ -41,7 +44,8 @@ class SubprocessRunner final : public CommandRunner {
  public:
   SubprocessRunner();
   ~SubprocessRunner() override;
-  Result<void> start(size_t token, const std::vector<std::string>& argv) override;
+  Result<void> start(size_t token, const std::vector<std::string>& argv,
+                     const std::map<std::string, std::string>& env = {}) override;
   std::optional<CommandResult> wait() override;
   void abort_all() override;
   size_t running() const override { return m_children.size(); }

@@ -157,7 +157,7 @@ class Run {
     bool compile = job.kind == plan::JobKind::compile_cxx || job.kind == plan::JobKind::compile_cuda;
     if (compile && !m_options.launcher.empty())
       argv.insert(argv.begin(), m_options.launcher.begin(), m_options.launcher.end());
-    if (auto started = m_s.runner.start(index, argv); !started) {
+    if (auto started = m_s.runner.start(index, argv, job.env); !started) {
       JobOutcome outcome;
       outcome.success = false;
       outcome.error = started.error().message;

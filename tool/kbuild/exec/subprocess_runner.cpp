@@ -11,8 +11,10 @@
 #include <thread>
 
 #include "kbuild/exec/command_runner.hpp"
+
 #include "kbuild/util/interrupt.hpp"
 #include "kbuild/util/process.hpp"
+#include "kbuild/util/system.hpp"
 
 extern char** environ;
 
@@ -90,7 +92,8 @@ void SubprocessRunner::tell_guardian(int pid) {
   }
 }
 
-Result<void> SubprocessRunner::start(size_t token, const std::vector<std::string>& argv) {
+Result<void> SubprocessRunner::start(size_t token, const std::vector<std::string>& argv,
+                                     const std::map<std::string, std::string>& env) {
   if (argv.empty()) return fail("internal error: empty command");
   auto program = util::RealProcessLauncher().find(argv[0]);
   if (!program) return fail("program not found: " + argv[0], "check PATH", ExitCode::toolchain);
@@ -119,8 +122,17 @@ Result<void> SubprocessRunner::start(size_t token, const std::vector<std::string
   std::vector<char*> args;
   for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
   args.push_back(nullptr);
+  std::vector<std::string> env_storage;
+  std::vector<char*> envp;
+  if (!env.empty()) {
+    auto merged = util::RealEnvironment().all();
+    for (const auto& [key, value] : env) merged[key] = value;
+    for (const auto& [key, value] : merged) env_storage.push_back(key + "=" + value);
+    for (auto& entry : env_storage) envp.push_back(entry.data());
+    envp.push_back(nullptr);
+  }
   pid_t pid = 0;
-  int rc = ::posix_spawn(&pid, program->c_str(), &actions, &attr, args.data(), environ);
+  int rc = ::posix_spawn(&pid, program->c_str(), &actions, &attr, args.data(), env.empty() ? environ : envp.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   ::close(fds[1]);

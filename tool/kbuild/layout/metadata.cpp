@@ -40,6 +40,21 @@ std::string Metadata::to_json() const {
   provenance["kernel-builder"] = {{"version", builder_version}};
   if (kernel) provenance["kernel"] = {{"commit", kernel->commit}, {"dirty", kernel->dirty}};
   j["provenance"] = provenance;
+  if (toolchain) {
+    ordered_json record;
+    record["compiler"] = toolchain->compiler;
+    record["compiler-origin"] = toolchain->compiler_origin;
+    if (!toolchain->host_packages.empty()) record["host-packages"] = toolchain->host_packages;
+    if (!toolchain->torch.empty()) {
+      record["torch"] = toolchain->torch;
+      record["torch-origin"] = toolchain->torch_origin;
+    }
+    if (!toolchain->cuda.empty()) {
+      record["cuda"] = toolchain->cuda;
+      record["cuda-origin"] = toolchain->cuda_origin;
+    }
+    j["toolchain"] = record;
+  }
   return j.dump(2) + "\n";
 }
 
@@ -94,6 +109,18 @@ Result<Metadata> Metadata::parse(std::string_view text) {
       const auto& p = j["provenance"];
       m.builder_version = p.at("kernel-builder").at("version");
       if (p.contains("kernel")) m.kernel = GitProvenance{p["kernel"].at("commit"), p["kernel"].at("dirty")};
+    }
+    if (j.contains("toolchain") && j["toolchain"].is_object()) {
+      const auto& t = j["toolchain"];
+      ToolchainRecord record;
+      record.compiler = t.value("compiler", "");
+      record.compiler_origin = t.value("compiler-origin", "");
+      if (t.contains("host-packages")) record.host_packages = t["host-packages"].get<std::vector<std::string>>();
+      record.torch = t.value("torch", "");
+      record.torch_origin = t.value("torch-origin", "");
+      record.cuda = t.value("cuda", "");
+      record.cuda_origin = t.value("cuda-origin", "");
+      m.toolchain = record;
     }
     return m;
   } catch (const std::exception& e) {

@@ -6,6 +6,17 @@
 
 namespace kbuild::plan {
 
+std::string ops_id(const std::string& python_name, config::Backend backend, const std::string& unique_id) {
+  return "_" + python_name + "_" + config::to_string(backend) + "_" + unique_id;
+}
+
+std::optional<JobKind> compile_kind(const std::string& path) {
+  for (const char* ext : {".cpp", ".cc", ".cxx", ".c"})
+    if (path.ends_with(ext)) return JobKind::compile_cxx;
+  if (path.ends_with(".cu")) return JobKind::compile_cuda;
+  return std::nullopt;
+}
+
 std::string torch_target_version_define(const util::Version& stable_abi) {
   std::uint64_t value = (std::uint64_t{stable_abi.major()} << 56) | (std::uint64_t{stable_abi.minor()} << 48);
   return fmt::format("-DTORCH_TARGET_VERSION={:#x}", value);
@@ -28,6 +39,8 @@ VariantFlags tvm_ffi_variant_flags(const PlanRequest& request, const Variant& va
   if (tc.cuda) flags.prefix_maps.push_back("-ffile-prefix-map=" + tc.cuda->root.string() + "=/cuda");
   for (const auto& [dependency, library] : request.header_libraries)
     flags.prefix_maps.push_back("-ffile-prefix-map=" + library.root.string() + "=/" + dependency);
+  // A pinned toolchain's headers are recorded where the system's would be.
+  if (tc.cxx.pinned()) flags.prefix_maps.push_back("-ffile-prefix-map=" + tc.cxx.sysroot.string() + "/=/");
   return flags;
 }
 
@@ -61,7 +74,32 @@ VariantFlags variant_flags(const PlanRequest& request, const Variant& variant, c
   if (tc.cuda) flags.prefix_maps.push_back("-ffile-prefix-map=" + tc.cuda->root.string() + "=/cuda");
   for (const auto& [dependency, library] : request.header_libraries)
     flags.prefix_maps.push_back("-ffile-prefix-map=" + library.root.string() + "=/" + dependency);
+  // A pinned toolchain's headers are recorded where the system's would be.
+  if (tc.cxx.pinned()) flags.prefix_maps.push_back("-ffile-prefix-map=" + tc.cxx.sysroot.string() + "/=/");
   return flags;
+}
+
+layout::ToolchainRecord toolchain_record(const toolchain::Toolchain& tc, bool tvm_ffi) {
+  layout::ToolchainRecord record;
+  record.compiler = "gcc " + tc.cxx.version;
+  record.compiler_origin = tc.cxx.origin;
+  record.host_packages = tc.cxx.pins;
+  if (!tvm_ffi) {  // tvm-ffi variants are compiled without Torch
+    record.torch = tc.torch.version_string;
+    // The kind of origin only: "python:/home/me/venv/bin/python3" would tie the bytes to a machine.
+    record.torch_origin = tc.torch.origin.starts_with("python:") ? "python" : tc.torch.origin;
+  }
+  if (tc.cuda) {
+    record.cuda = tc.cuda->version.str();
+    record.cuda_origin = tc.cuda->origin;
+  }
+  return record;
+}
+
+std::vector<std::string> driver_command(const toolchain::HostCompiler& cxx) {
+  std::vector<std::string> argv = {cxx.cxx.string()};
+  for (const auto& flag : cxx.driver_flags()) argv.push_back(flag);
+  return argv;
 }
 
 const std::vector<std::string> k_torch_nvcc_flags = {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "kbuild/layout/metadata.hpp"
 #include "kbuild/plan/planner.hpp"
 
 namespace kbuild::plan {
@@ -21,6 +22,12 @@ struct VariantFlags {
 /// TVM_FFI_EXTENSION_NAME for a tvm-ffi variant).
 VariantFlags variant_flags(const PlanRequest& request, const Variant& variant, const toolchain::Toolchain& tc,
                            const std::string& ops);
+
+/// What metadata.json records of the toolchain that built a variant (layout::ToolchainRecord).
+layout::ToolchainRecord toolchain_record(const toolchain::Toolchain& tc, bool tvm_ffi);
+
+/// The host compiler's driver with the flags every compile and link passes (a pinned --sysroot).
+std::vector<std::string> driver_command(const toolchain::HostCompiler& cxx);
 
 /// CMAKE_CUDA_FLAGS as Torch's CMake package (share/cmake/Caffe2/public/cuda.cmake) sets them.
 extern const std::vector<std::string> k_torch_nvcc_flags;

@@ -3,6 +3,7 @@
 // executor (exec/executor.hpp) decides which are stale and runs them in dependency order.
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <variant>
@@ -46,6 +47,9 @@ struct Job {
   /// Appended to argv when the command runs: how it runs, not what it produces (nvcc's --threads,
   /// which follows -j). Neither in `key` nor in cache keys, so changing -j rebuilds nothing.
   std::vector<std::string> run_args;
+  /// Variables set in the command's environment: how it runs (a pinned compiler's LD_LIBRARY_PATH),
+  /// covered by tool_identity, so not part of `key`.
+  std::map<std::string, std::string> env;
   /// The command as it runs: argv + run_args.
   std::vector<std::string> command_line() const;
   /// For in-process jobs (generate, install): what to do. Must be performed atomically per output.

@@ -16,17 +16,6 @@
 
 namespace kbuild::plan {
 
-std::string ops_id(const std::string& python_name, config::Backend backend, const std::string& unique_id) {
-  return "_" + python_name + "_" + config::to_string(backend) + "_" + unique_id;
-}
-
-std::optional<JobKind> compile_kind(const std::string& path) {
-  for (const char* ext : {".cpp", ".cc", ".cxx", ".c"})
-    if (path.ends_with(ext)) return JobKind::compile_cxx;
-  if (path.ends_with(".cu")) return JobKind::compile_cuda;
-  return std::nullopt;
-}
-
 namespace {
 
 bool component_enabled(const config::KernelComponent& component, const toolchain::Toolchain* toolchain) {
@@ -128,6 +117,10 @@ class CompiledVariantPlanner {
         m_flags(variant_flags(request, build.variant, *build.toolchain, m_ops)),
         m_cxx_identity("g++ " + m_tc.cxx.version + " " + m_tc.cxx.machine) {
     m_roots = {{"$K", request.kernel_dir}, {"$W", request.work_dir}};
+    if (m_tc.cxx.pinned()) {
+      m_roots.push_back({"$HOST", m_tc.cxx.sysroot.parent_path()});
+      m_cxx_identity += " | " + m_tc.cxx.origin + " " + util::join(m_tc.cxx.pins, " ");
+    }
     if (request.stdcxx_compat) m_roots.push_back({"$STDCXX", request.stdcxx_compat->parent_path()});
     if (tvm_ffi()) {
       m_roots.push_back({"$TVMFFI", request.tvm_ffi->root});
@@ -238,8 +231,8 @@ class CompiledVariantPlanner {
   }
 
   std::vector<std::string> host_compile(const Unit& unit) const {
-    std::vector<std::string> argv = {m_tc.cxx.cxx.string(), "-O3",         "-fPIC", "-fvisibility=hidden",
-                                     "-fno-gnu-unique",     std_flag(unit)};
+    std::vector<std::string> argv = driver_command(m_tc.cxx);
+    argv.insert(argv.end(), {"-O3", "-fPIC", "-fvisibility=hidden", "-fno-gnu-unique", std_flag(unit)});
     add_includes(unit, argv);
     argv.insert(argv.end(), m_flags.prefix_maps.begin(), m_flags.prefix_maps.end());
     if (m_tc.torch.openmp && unit.uses_torch) argv.push_back("-fopenmp");
@@ -261,6 +254,7 @@ class CompiledVariantPlanner {
       argv.push_back("-DENABLE_FP8");
     }
     std::string xcompiler = "-Xcompiler=-fPIC,-fvisibility=hidden,-fno-gnu-unique";
+    for (const auto& flag : m_tc.cxx.driver_flags()) xcompiler += "," + flag;
     for (const auto& map : m_flags.prefix_maps) xcompiler += "," + map;
     argv.push_back(xcompiler);
     add_includes(unit, argv);
@@ -305,6 +299,7 @@ class CompiledVariantPlanner {
     job.tool_identity =
         kind == JobKind::compile_cuda ? "nvcc " + m_tc.cuda->version.str() + " | " + m_cxx_identity : m_cxx_identity;
     job.path_roots = m_roots;
+    job.env = m_tc.cxx.environment();
     m_objects.push_back(object);
     m_object_jobs.push_back(graph.add(std::move(job)));
   }
@@ -320,7 +315,8 @@ class CompiledVariantPlanner {
 
   std::vector<std::string> link_command(const fs::path& output) const {
     const bool cuda = m_variant.backend == config::Backend::cuda;
-    std::vector<std::string> link = {m_tc.cxx.cxx.string(), "-shared", "-o", output.string()};
+    std::vector<std::string> link = driver_command(m_tc.cxx);
+    link.insert(link.end(), {"-shared", "-o", output.string()});
     for (const auto& object : m_objects) link.push_back(object.string());
     if (tvm_ffi()) {
       // tvm_ffi.load_module finds libtvm_ffi.so already loaded by the tvm_ffi package (no RPATH).
@@ -384,6 +380,7 @@ class CompiledVariantPlanner {
         // The archive's directory is named after the libstdc++ it came from and kbuild's rules.
         (m_request.stdcxx_compat ? " | " + m_request.stdcxx_compat->parent_path().filename().string() : "");
     link.path_roots = m_roots;
+    link.env = m_tc.cxx.environment();
     return graph.add(std::move(link));
   }
 
@@ -401,6 +398,7 @@ class CompiledVariantPlanner {
       spec.metadata.archs = variant_cuda_archs(m_config, m_tc.cuda->version, m_request.cuda_archs_only);
     spec.metadata.builder_version = m_request.builder_version;
     spec.metadata.kernel = m_request.kernel_git;
+    spec.metadata.toolchain = toolchain_record(m_tc, tvm_ffi());
     if (m_request.gate_libraries) {
       layout::LibraryGate gate;
       gate.machine = m_variant.cpu;

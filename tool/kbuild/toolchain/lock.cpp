@@ -48,9 +48,9 @@ Result<LockFile> LockFile::parse(std::string_view text, const std::string& file_
     return bad(std::string("not valid JSON (") + e.what() + ")");
   }
   if (!j.is_object() || j.value("version", 0) != 1) return bad("unsupported lock file version");
-  static const std::regex k_name(R"(^(torch|cuda|cutlass|tvm-ffi)-\d+\.\d+$)");
+  static const std::regex k_name(R"(^(torch|cuda|cutlass|tvm-ffi|gcc)-\d+\.\d+$)");
   static const std::regex k_sha(R"(^[0-9a-f]{64}$)");
-  static const std::regex k_file(R"(^[A-Za-z0-9_+][A-Za-z0-9._+-]*$)");
+  static const std::regex k_file(R"(^[A-Za-z0-9_+][A-Za-z0-9._+~-]*$)");
   static const std::regex k_url(R"(^https?://[^\s]+$)");
   LockFile lock;
   lock.python_tag = j.value("python-tag", "cp312");
@@ -71,8 +71,10 @@ Result<LockFile> LockFile::parse(std::string_view text, const std::string& file_
         return bad("an artifact of \"" + name + "\" lacks package, version, file or sha256, or one is not a string");
       }
       if (!std::regex_match(a.sha256, k_sha)) return bad("bad sha256 for " + a.file);
-      if (!std::regex_match(a.file, k_file) || !a.file.ends_with(a.url.empty() ? ".whl" : ".zip"))
-        return bad("bad file name " + a.file);
+      const bool gcc = name.starts_with("gcc-");
+      const bool known_kind =
+          a.url.empty() ? !gcc && a.file.ends_with(".whl") : a.file.ends_with(gcc ? ".deb" : ".zip");
+      if (!std::regex_match(a.file, k_file) || !known_kind) return bad("bad file name " + a.file);
       if (!a.url.empty() && !std::regex_match(a.url, k_url)) return bad("bad url for " + a.file + ": " + a.url);
       artifacts.push_back(std::move(a));
     }

@@ -15,10 +15,15 @@
 //       "cutlass-3.6": [ {"package": "nvidia-cutlass", ...} ],   // build.toml depends = ["cutlass_3_6"]
 //       "cutlass-4.0": [ {"package": "cutlass-source", "version": "4.0.0", "file": "cutlass-4.0.0.zip",
 //                         "sha256": "...", "url": "https://github.com/NVIDIA/cutlass/archive/..."} ],
-//       "tvm-ffi-0.1": [ {"package": "apache-tvm-ffi", ...} ]    // tvm-ffi kernels
+//       "tvm-ffi-0.1": [ {"package": "apache-tvm-ffi", ...} ],   // tvm-ffi kernels
+//       "gcc-12.2": [ {"package": "g++-12", "version": "12.2.0-14+deb12u1",
+//                      "file": "g++-12_12.2.0-14+deb12u1_amd64.deb", "sha256": "...",
+//                      "url": "https://deb.debian.org/debian/pool/main/g/gcc-12/..."}, ... ]
 //     }
 //   }
-// Names are <component>-<major.minor> with component torch, cuda, cutlass or tvm-ffi. An artifact
+// Names are <component>-<major.minor> with component torch, cuda, cutlass, tvm-ffi or gcc. gcc-X.Y is
+// the pinned host toolchain (host_toolchain.hpp): Debian packages (.deb, each with the URL it was
+// resolved to from Debian's package indices, whose SHA256 it carries). Otherwise an artifact
 // with "url" is a source archive (.zip) downloaded from that URL rather than a wheel from pip's
 // index; its sha256 is the one of the first download (kbuild pins what it got, as `nix-prefetch-url`
 // does), and every later download must match it.

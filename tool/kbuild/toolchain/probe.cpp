@@ -222,7 +222,8 @@ std::optional<Toolchain> from_json(const json& j) {
 
 // Files whose change invalidates a memoised probe.
 std::vector<std::filesystem::path> consulted_files(const Toolchain& t) {
-  std::vector<std::filesystem::path> files = {t.cxx.cxx, t.python.include_dir / "patchlevel.h"};
+  std::vector<std::filesystem::path> files = {t.python.include_dir / "patchlevel.h"};
+  if (!t.cxx.cxx.empty()) files.push_back(t.cxx.cxx);
   if (!t.torch.root.empty()) {
     files.push_back(t.torch.root / "version.py");
     files.push_back(t.torch.root / "lib" / "libc10.so");
@@ -234,9 +235,9 @@ std::vector<std::filesystem::path> consulted_files(const Toolchain& t) {
 std::string memo_key(const util::ProcessLauncher& launcher, const ProbeOptions& options) {
   util::Hasher hasher;
   hasher.field("probe-v3").field(options.python).field(options.cuda_home.value_or("")).field(options.cxx);
-  hasher.field(options.need_torch ? "torch" : "no-torch");
+  hasher.field(options.need_torch ? "torch" : "no-torch").field(options.need_cxx ? "cxx" : "no-cxx");
   // Which programs PATH resolves to is part of the key: switching environments re-probes.
-  for (const auto& program : {options.python, std::string("nvcc"), options.cxx}) {
+  for (const auto& program : {options.python, std::string("nvcc"), options.need_cxx ? options.cxx : "-"}) {
     auto found = launcher.find(program);
     std::error_code ec;
     hasher.field(found ? std::filesystem::weakly_canonical(*found, ec).string() : "-");
@@ -285,7 +286,9 @@ Result<Toolchain> probe_local_toolchain(util::ProcessLauncher& launcher, util::F
     return fail(
         toolchain_error("no CUDA toolkit found (nvcc is not on PATH and CUDA_HOME is not set)",
                         "install the CUDA toolkit, set CUDA_HOME, or build only the cpu backend with --backend cpu"));
-  KB_TRY_ASSIGN(toolchain.cxx, probe_host_compiler(launcher, options.cxx));
+  if (options.need_cxx) {
+    KB_TRY_ASSIGN(toolchain.cxx, probe_host_compiler(launcher, options.cxx));
+  }
   if (!options.memo_file.empty()) {
     json memo;
     memo["key"] = key;

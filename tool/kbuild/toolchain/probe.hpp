@@ -22,6 +22,8 @@ struct ProbeOptions {
   bool need_cuda = false;                ///< fail when no CUDA toolkit is found
   /// Matrix builds take Torch from wheels: only the interpreter's headers (and pip) are needed.
   bool need_torch = true;
+  /// Matrix builds use the pinned host toolchain: the system's compiler is not probed (nor needed).
+  bool need_cxx = true;
   /// Where probe results are memoised (e.g. .kbuild/toolchain.json); empty disables it.
   std::filesystem::path memo_file;
 };

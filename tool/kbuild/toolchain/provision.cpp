@@ -7,6 +7,8 @@
 #include <regex>
 
 #include "kbuild/toolchain/archive.hpp"
+#include "kbuild/toolchain/debian.hpp"
+#include "kbuild/toolchain/host_toolchain.hpp"
 #include "kbuild/toolchain/probe.hpp"
 #include "kbuild/util/hash.hpp"
 #include "kbuild/util/strings.hpp"
@@ -232,7 +234,9 @@ Result<fs::path> Provisioner::fetch(const LockedArtifact& artifact) {
     const std::string url = archive_url(artifact);
     KB_TRY_ASSIGN(fs::path downloaded, download_archive(url, scratch.path, artifact.file));
     auto release = util::Version::parse(artifact.version);
-    const std::string entry = release ? toolchain_name("cutlass", release->major_minor()) : artifact.file;
+    const std::string entry = artifact.file.ends_with(".deb") ? bookworm_gcc12_recipe().name
+                              : release                       ? toolchain_name("cutlass", release->major_minor())
+                                                              : artifact.file;
     return store_verified(downloaded, artifact, destination,
                           "the download from " + url +
                               " is corrupt, was tampered with, or is another archive than the pinned one; if the "
@@ -374,6 +378,9 @@ Result<TorchInstall> Provisioner::torch(const util::Version& major_minor) {
 }
 
 std::string Provisioner::archive_url(const LockedArtifact& artifact) const {
+  if (artifact.file.ends_with(".deb"))
+    return m_options.debian_mirror_url.empty() ? artifact.url
+                                               : expand_file_url(m_options.debian_mirror_url, artifact.file);
   const bool mirrored = artifact.package == "cutlass-source" && !m_options.cutlass_mirror_url.empty();
   return mirrored ? expand_archive_url(m_options.cutlass_mirror_url, artifact.version) : artifact.url;
 }
@@ -400,15 +407,25 @@ Result<void> Provisioner::verify_toolkit(const CudaToolkit& cuda) {
       scratch.path / "probe.cu",
       "#include <cuda_runtime.h>\n__global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\n"
       "extern \"C\" int kbuild_probe(float* x) { k<<<1, 32>>>(x); return cudaGetLastError(); }\n"));
-  auto compile =
-      m_launcher.run({cuda.nvcc.string(), "-ccbin", m_options.host_cxx, "-Xcompiler=-fPIC", "-arch=sm_90", "-c",
-                      (scratch.path / "probe.cu").string(), "-o", (scratch.path / "probe.o").string()});
+  const HostCompiler& host = m_options.host;
+  util::ProcessOptions options;
+  options.env = host.environment();
+  std::string xcompiler = "-Xcompiler=-fPIC";
+  for (const auto& flag : host.driver_flags()) xcompiler += "," + flag;
+  auto compile = m_launcher.run({cuda.nvcc.string(), "-ccbin", host.cxx.string(), xcompiler, "-arch=sm_90", "-c",
+                                 (scratch.path / "probe.cu").string(), "-o", (scratch.path / "probe.o").string()},
+                                options);
   if (!compile || compile->exit_code != 0)
     return fail(toolchain_error("the CUDA " + cuda.version.str() + " toolkit at " + cuda.root.string() +
                                     " cannot compile a kernel:\n" + (compile ? compile->out + compile->err : ""),
                                 "delete " + cuda.root.string() + " and build again"));
-  auto link = m_launcher.run({m_options.host_cxx, "-shared", "-o", (scratch.path / "probe.so").string(),
-                              (scratch.path / "probe.o").string(), "-L" + cuda.lib_dir.string(), "-lcudart"});
+  std::vector<std::string> link_argv = {host.cxx.string()};
+  for (const auto& flag : host.driver_flags()) link_argv.push_back(flag);
+  for (const std::string& arg :
+       {std::string("-shared"), std::string("-o"), (scratch.path / "probe.so").string(),
+        (scratch.path / "probe.o").string(), "-L" + cuda.lib_dir.string(), std::string("-lcudart")})
+    link_argv.push_back(arg);
+  auto link = m_launcher.run(link_argv, options);
   if (!link || link->exit_code != 0)
     return fail(toolchain_error("the CUDA " + cuda.version.str() + " toolkit at " + cuda.root.string() +
                                     " cannot link a kernel:\n" + (link ? link->out + link->err : ""),

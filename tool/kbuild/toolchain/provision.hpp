@@ -49,13 +49,17 @@ struct ProvisionOptions {
   bool progress = false;           ///< a terminal: let pip draw its progress bar
   /// User-provided toolkits by major.minor ("12.6" -> /opt/cuda-12.6).
   std::map<std::string, std::filesystem::path> user_cuda;
-  std::string host_cxx = "g++";
+  /// The host compiler nvcc is proven with (a CUDA toolkit assembled from wheels).
+  HostCompiler host = {"g++"};
   /// Fetches source archives (CUTLASS releases not on PyPI); empty: such artifacts are an error.
   UrlDownloader download_url = {};
   /// A mirror of CUTLASS source archives (a URL template, see k_cutlass_archive_url) used for new pins
   /// and for fetching pinned ones alike; empty: new pins come from k_cutlass_archive_url and pinned
   /// archives from the URL their pin records. The sha256 of the pin is checked either way.
   std::string cutlass_mirror_url;
+  /// Where pinned Debian packages are fetched from instead of the URL their pin records
+  /// (KBUILD_DEBIAN_MIRROR, a URL template with "{file}"); the sha256 of the pin is checked either way.
+  std::string debian_mirror_url;
 };
 
 /// The CUTLASS release kernel-builder pins for a `depends` name, and where kbuild gets it: PyPI's
@@ -94,6 +98,16 @@ class Provisioner {
   /// apache-tvm-ffi <series>.x from PyPI, pinned in kbuild.lock as tvm-ffi-<series>, for tvm-ffi kernels.
   Result<TvmFfiInstall> tvm_ffi(const util::Version& series);
 
+  /// The pinned host toolchain (host_toolchain.hpp): Debian's GCC, binutils and C library, from the
+  /// lock's gcc-X.Y pin (resolved from Debian's indices and added to the lock unless --locked),
+  /// unpacked and proven to compile and link with nothing of the system's.
+  Result<HostCompiler> host_compiler();
+  /// The pins of the host toolchain: from the lock, else resolved from Debian's package indices.
+  Result<std::vector<LockedArtifact>> host_artifacts();
+
+  /// The host compiler later steps prove toolkits with (the pinned one, once host_compiler() gave it).
+  void set_host(const HostCompiler& host) { m_options.host = host; }
+
   /// Whether artifacts() added anything to the lock.
   bool lock_changed() const { return m_lock_changed; }
 
@@ -122,6 +136,10 @@ class Provisioner {
   Result<std::filesystem::path> download_archive(const std::string& url, const std::filesystem::path& scratch,
                                                  const std::string& file);
   Result<void> verify_toolkit(const CudaToolkit& cuda);
+  /// Fetches and unpacks the host toolchain's packages into `dir` (staged, proven, then renamed).
+  Result<void> assemble_host_toolchain(const std::vector<LockedArtifact>& packages, const std::filesystem::path& dir);
+  /// Checks that `compiler` runs only its own as and ld and builds a shared library.
+  Result<void> prove_host_compiler(const HostCompiler& compiler);
   /// Checks a downloaded file against the artifact's pinned sha256 and moves it to `destination`.
   Result<std::filesystem::path> store_verified(const std::filesystem::path& downloaded, const LockedArtifact& artifact,
                                                const std::filesystem::path& destination,

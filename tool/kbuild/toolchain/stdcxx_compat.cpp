@@ -39,10 +39,11 @@ struct Scratch {
   ~Scratch() { (void)fs.remove_all(path); }
 };
 
-Result<std::string> run_tool(util::ProcessLauncher& launcher, const std::vector<std::string>& argv,
-                             const std::optional<fs::path>& cwd = std::nullopt) {
+Result<std::string> run_tool(util::ProcessLauncher& launcher, const HostCompiler& host,
+                             const std::vector<std::string>& argv, const std::optional<fs::path>& cwd = std::nullopt) {
   util::ProcessOptions options;
   options.cwd = cwd;
+  options.env = host.environment();
   KB_TRY_ASSIGN(util::ProcessResult result, launcher.run(argv, options));
   if (result.exit_code != 0)
     return fail(argv.front() + " failed (exit " + std::to_string(result.exit_code) +
@@ -142,12 +143,13 @@ std::optional<std::optional<fs::path>> read_memo(const util::FileSystem& fs, con
 
 // Builds (or finds in the cache) the compat archive from the compiler's libstdc++.a and .so.
 Result<std::optional<fs::path>> compat_archive(util::ProcessLauncher& launcher, util::FileSystem& fs,
-                                               const util::CacheLayout& cache, const std::string& cxx,
+                                               const util::CacheLayout& cache, const HostCompiler& host,
                                                const fs::path& archive, const fs::path& shared) {
   KB_TRY_ASSIGN(std::string archive_sha, util::sha256_file_hex(fs, archive));
   KB_TRY_ASSIGN(std::string shared_sha, util::sha256_file_hex(fs, shared));
   util::Hasher hasher;
   hasher.field(k_rules_version).field(archive_sha).field(shared_sha);
+  if (host.pinned()) hasher.field(host.origin).field(util::join(host.pins, " "));  // its binutils made it
   const fs::path dir = cache.toolchains() / ("stdcxx-compat-" + hasher.finish_hex().substr(0, 12));
   const fs::path library = dir / k_archive_name;
   if (fs.stat(dir / ".complete").is_file)
@@ -155,32 +157,40 @@ Result<std::optional<fs::path>> compat_archive(util::ProcessLauncher& launcher, 
 
   KB_TRY(fs.make_dirs(cache.temp()));
   Scratch scratch(fs, cache.temp());
-  KB_TRY_ASSIGN(std::string shared_symbols, run_tool(launcher, {"nm", "-D", "--defined-only", "--with-symbol-versions",
-                                                                "--format=posix", shared.string()}));
+  KB_TRY_ASSIGN(std::string shared_symbols, run_tool(launcher, host,
+                                                     {host.binutil("nm"), "-D", "--defined-only",
+                                                      "--with-symbol-versions", "--format=posix", shared.string()}));
   KB_TRY_ASSIGN(std::string archive_symbols,
-                run_tool(launcher, {"nm", "-A", "-g", "--format=posix", archive.string()}));
+                run_tool(launcher, host, {host.binutil("nm"), "-A", "-g", "--format=posix", archive.string()}));
   auto selected =
       select_compat_members(parse_archive_symbols(archive_symbols), newer_glibcxx_symbols(shared_symbols, "3.4.24"));
   std::vector<std::string> kept;
   for (const auto& member : selected) {
-    KB_TRY(run_tool(launcher, {"ar", "x", archive.string(), member.name}, scratch.path));
+    KB_TRY(run_tool(launcher, host, {host.binutil("ar"), "x", archive.string(), member.name}, scratch.path));
     fs::path list = scratch.path / (member.name + ".localize");
     KB_TRY(fs.write_file_atomic(list, util::join(member.localize, "\n") + "\n"));
     std::string private_copy = "compat-" + member.name;
-    KB_TRY(run_tool(launcher, {"objcopy", "--localize-symbols=" + list.string(), member.name, private_copy},
+    KB_TRY(run_tool(launcher, host,
+                    {host.binutil("objcopy"), "--localize-symbols=" + list.string(), member.name, private_copy},
                     scratch.path));
     // Kept only if it links on its own: what it needs comes from libstdc++.so.6 and the C library.
-    auto linked =
-        launcher.run({cxx, "-shared", "-o", (scratch.path / "check.so").string(),
-                      (scratch.path / private_copy).string(), "-Wl,--no-undefined", "-l:libstdc++.so.6", "-lm"});
+    std::vector<std::string> link = {host.cxx.string()};
+    for (const auto& flag : host.driver_flags()) link.push_back(flag);
+    for (const std::string& arg : {std::string("-shared"), std::string("-o"), (scratch.path / "check.so").string(),
+                                   (scratch.path / private_copy).string(), std::string("-Wl,--no-undefined"),
+                                   std::string("-l:libstdc++.so.6"), std::string("-lm")})
+      link.push_back(arg);
+    util::ProcessOptions link_options;
+    link_options.env = host.environment();
+    auto linked = launcher.run(link, link_options);
     if (linked && linked->exit_code == 0) kept.push_back(private_copy);
   }
   fs::path staging = util::temp_sibling(dir);
   KB_TRY(fs.make_dirs(staging));
   if (!kept.empty()) {
-    std::vector<std::string> argv = {"ar", "rcsD", k_archive_name};
+    std::vector<std::string> argv = {host.binutil("ar"), "rcsD", k_archive_name};
     argv.insert(argv.end(), kept.begin(), kept.end());
-    KB_TRY(run_tool(launcher, argv, scratch.path));
+    KB_TRY(run_tool(launcher, host, argv, scratch.path));
     KB_TRY(fs.rename(scratch.path / k_archive_name, staging / k_archive_name));
   }
   KB_TRY(fs.write_file_atomic(staging / ".complete", util::join(kept, "\n") + "\n"));
@@ -191,19 +201,20 @@ Result<std::optional<fs::path>> compat_archive(util::ProcessLauncher& launcher, 
 }  // namespace
 
 Result<std::optional<fs::path>> prepare_stdcxx_compat(util::ProcessLauncher& launcher, util::FileSystem& fs,
-                                                      const util::CacheLayout& cache, const std::string& cxx,
+                                                      const util::CacheLayout& cache, const HostCompiler& host,
                                                       const fs::path& memo_file) {
+  const std::string cxx = host.cxx.string();
   auto compiler = launcher.find(cxx);
   if (!memo_file.empty() && compiler)
     if (auto remembered = read_memo(fs, memo_file, *compiler)) return *remembered;
-  KB_TRY_ASSIGN(std::string archive_out, run_tool(launcher, {cxx, "-print-file-name=libstdc++.a"}));
-  KB_TRY_ASSIGN(std::string shared_out, run_tool(launcher, {cxx, "-print-file-name=libstdc++.so.6"}));
+  KB_TRY_ASSIGN(std::string archive_out, run_tool(launcher, host, {cxx, "-print-file-name=libstdc++.a"}));
+  KB_TRY_ASSIGN(std::string shared_out, run_tool(launcher, host, {cxx, "-print-file-name=libstdc++.so.6"}));
   fs::path archive(std::string(util::trim(archive_out)));
   fs::path shared(std::string(util::trim(shared_out)));
   // Without a directory the compiler did not find the file.
   if (!archive.has_parent_path() || !shared.has_parent_path() || !fs.stat(archive).is_file || !fs.stat(shared).exists)
     return std::optional<fs::path>();
-  KB_TRY_ASSIGN(auto library, compat_archive(launcher, fs, cache, cxx, archive, shared));
+  KB_TRY_ASSIGN(auto library, compat_archive(launcher, fs, cache, host, archive, shared));
   if (!memo_file.empty() && compiler)
     (void)fs.write_file_atomic(memo_file, std::string(k_memo_header) + "\n" + stat_line(fs, *compiler) + "\n" +
                                               stat_line(fs, archive) + "\n" + stat_line(fs, shared) + "\n" +

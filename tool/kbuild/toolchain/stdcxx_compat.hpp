@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "kbuild/toolchain/toolchain.hpp"
 #include "kbuild/util/cache_layout.hpp"
 #include "kbuild/util/fs.hpp"
 #include "kbuild/util/process.hpp"
@@ -61,15 +62,16 @@ std::vector<CompatMember> select_compat_members(const std::map<std::string, Arch
                                                 const std::set<std::string>& newer,
                                                 std::map<std::string, std::string>* refused = nullptr);
 
-/// Builds (or finds in the cache) the archive for the host compiler `cxx`; nullopt when the
-/// compiler has no static libstdc++ or nothing is safe to link. Needs nm, objcopy and ar (binutils).
+/// Builds (or finds in the cache) the archive for the host compiler; nullopt when the compiler has
+/// no static libstdc++ or nothing is safe to link. Needs nm, objcopy and ar (binutils: a pinned
+/// toolchain's own, else PATH's).
 /// With a `memo_file`, the answer is remembered by the (mtime, size) of the compiler and of its
 /// libstdc++.a and libstdc++.so.6, so a no-op build neither runs the compiler nor hashes them.
 /// Memo format (text): "kbuild-stdcxx-compat 1", then "<mtime_ns> <size> <path>" for the compiler,
 /// libstdc++.a and libstdc++.so.6, then the archive's path ("-" for none).
 Result<std::optional<std::filesystem::path>> prepare_stdcxx_compat(util::ProcessLauncher& launcher,
                                                                    util::FileSystem& fs, const util::CacheLayout& cache,
-                                                                   const std::string& cxx,
+                                                                   const HostCompiler& host,
                                                                    const std::filesystem::path& memo_file = {});
 
 }  // namespace kbuild::toolchain

@@ -5,6 +5,7 @@
 // CPython >= 3.9 gives the same result). Several toolchains coexist in one build of a matrix.
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -65,9 +66,24 @@ struct CudaToolkit {
 };
 
 struct HostCompiler {
-  fs::path cxx;
-  std::string version;  ///< -dumpfullversion
-  std::string machine;  ///< -dumpmachine
+  fs::path cxx = {};
+  std::string version = {};  ///< -dumpfullversion
+  std::string machine = {};  ///< -dumpmachine
+  /// A pinned toolchain (host_toolchain.hpp): its unpacked root, given as --sysroot to every compile
+  /// and link so that no header, startup file or library of the system is used; empty: the system's.
+  fs::path sysroot = {};
+  /// A pinned toolchain: the libraries its own programs (cc1plus, as, ld) load, as LD_LIBRARY_PATH.
+  fs::path tool_library_dir = {};
+  std::string origin = "system";       ///< "system", or "pinned:gcc-12.2" for a pinned toolchain
+  std::vector<std::string> pins = {};  ///< a pinned toolchain's packages: "g++-12=12.2.0-14+deb12u1", ...
+
+  bool pinned() const { return !sysroot.empty(); }
+  /// Arguments every compile and link passes to the driver (--sysroot for a pinned toolchain).
+  std::vector<std::string> driver_flags() const;
+  /// The environment the driver and the programs it runs need (LD_LIBRARY_PATH when pinned).
+  std::map<std::string, std::string> environment() const;
+  /// A binutils program ("nm", "objcopy", "ar"): the pinned toolchain's, else the name (found on PATH).
+  std::string binutil(const std::string& name) const;
 };
 
 struct PythonHeaders {

@@ -18,6 +18,7 @@
 #include "kbuild/plan/cuda_archs.hpp"
 #include "kbuild/plan/planner.hpp"
 #include "kbuild/toolchain/gpu.hpp"
+#include "kbuild/toolchain/host_toolchain.hpp"
 #include "kbuild/toolchain/probe.hpp"
 #include "kbuild/toolchain/stdcxx_compat.hpp"
 #include "kbuild/usecase/actions.hpp"
@@ -40,7 +41,8 @@ std::string toolchains_record(const std::vector<plan::VariantBuild>& builds) {
   for (const auto& build : builds) {
     if (!build.toolchain) continue;
     const auto& tc = *build.toolchain;
-    nlohmann::ordered_json entry = {{"cxx", tc.cxx.cxx.string() + " " + tc.cxx.version}};
+    nlohmann::ordered_json entry = {{"cxx", tc.cxx.cxx.string() + " " + tc.cxx.version}, {"cxx-origin", tc.cxx.origin}};
+    if (tc.cxx.pinned()) entry["cxx-pins"] = tc.cxx.pins;
     if (build.variant.traits().torch_toolchain) {  // tvm-ffi: see kbuild.lock's tvm-ffi pin
       entry["torch"] = tc.torch.version_string;
       entry["torch-origin"] = tc.torch.origin;
@@ -80,21 +82,30 @@ toolchain::ProvisionOptions provision_options(const BuildRequest& request, Servi
   provision.python = request.python;
   provision.locked = request.locked;
   provision.progress = request.download_progress;
-  provision.host_cxx = local.cxx.cxx.string();
+  provision.host = local.cxx;
   provision.download_url = url_downloader(services.http);
   provision.cutlass_mirror_url = toolchain::cutlass_mirror_url(services.env);
+  provision.debian_mirror_url = toolchain::debian_mirror_url(services.env);
   return provision;
 }
 
+// The host compiler of every variant is the pinned one (host_toolchain.hpp), which replaces `local`'s.
 Result<std::vector<plan::VariantBuild>> matrix_variants(const BuildRequest& request, Services& services,
-                                                        MatrixSession& session, const toolchain::Toolchain& local,
+                                                        MatrixSession& session, toolchain::Toolchain& local,
                                                         std::deque<toolchain::Toolchain>& toolchains) {
   KB_TRY_ASSIGN(auto user_cuda, parse_cuda_toolkits(request.cuda_toolkits));
   toolchain::ProvisionOptions provision = provision_options(request, services, local);
   provision.user_cuda = user_cuda;
   toolchain::Provisioner provisioner(services.launcher, services.fs, provision, session.lock,
                                      [&](const std::string& line) { services.reporter.info("kbuild: " + line); });
-  auto provisioned = provision_variants(session.selected, provisioner, local, toolchains);
+  Result<std::vector<plan::VariantBuild>> provisioned = std::vector<plan::VariantBuild>{};
+  if (auto host = provisioner.host_compiler(); !host) {
+    provisioned = fail(host.error());
+  } else {
+    local.cxx = *host;
+    provisioner.set_host(*host);
+    provisioned = provision_variants(session.selected, provisioner, local, toolchains);
+  }
   if (provisioner.lock_changed()) {
     KB_TRY(services.fs.write_file_atomic(session.lock_path, session.lock.serialize()));
     services.reporter.info("kbuild: pinned new toolchains in " + session.lock_path.string());
@@ -308,7 +319,7 @@ Result<Selection> select_variants(const BuildRequest& request, Services& service
   probe.need_torch = config.framework != config::Framework::tvm_ffi;
   probe.memo_file = work_dir / "toolchain.json";
   std::optional<std::vector<std::string>> local_names;
-  if (names_variants_only(request) && probe.need_torch) {
+  if (names_variants_only(request) && probe.need_torch && !request.locked) {
     if (auto local = toolchain::probe_local_toolchain(services.launcher, services.fs, probe)) {
       local_names = local_variant_names(request, config, *local, services.fs);
       selection.local = *local;
@@ -316,6 +327,7 @@ Result<Selection> select_variants(const BuildRequest& request, Services& service
   }
   if (request.matrix && !local_names) {
     probe.need_torch = false;
+    probe.need_cxx = false;  // the pinned host toolchain compiles matrix variants
     probe.memo_file = work_dir / "toolchain-matrix.json";
   }
   if (!local_names) {
@@ -347,9 +359,9 @@ void add_stdcxx_compat(const BuildRequest& request, Services& services, const Se
   bool any_compiled = std::any_of(selection.variants.begin(), selection.variants.end(),
                                   [](const auto& b) { return b.variant.compiled(); });
   if (!request.gate_libraries || !any_compiled) return;
-  auto compat = toolchain::prepare_stdcxx_compat(
-      services.launcher, services.fs, util::CacheLayout::from_environment(services.env),
-      selection.local.cxx.cxx.string(), request.kernel_dir / ".kbuild" / "stdcxx-compat.memo");
+  auto compat = toolchain::prepare_stdcxx_compat(services.launcher, services.fs,
+                                                 util::CacheLayout::from_environment(services.env), selection.local.cxx,
+                                                 request.kernel_dir / ".kbuild" / "stdcxx-compat.memo");
   if (compat)
     plan_request.stdcxx_compat = *compat;
   else

@@ -1,5 +1,7 @@
 #include "kbuild/usecase/matrix_session.hpp"
 
+#include "kbuild/toolchain/host_toolchain.hpp"
+
 #include <algorithm>
 #include <map>
 #include <set>
@@ -131,11 +133,14 @@ Result<void> pin_matrix_toolchains(const std::vector<plan::MatrixEntry>& entries
   // Every Torch and CUDA version of the matrix is pinned, including CUDA versions this machine has,
   // so the lock also serves machines without them.
   std::set<std::string> torch, cuda, headers;
+  bool compiled = false;
   for (const auto& entry : entries) {
     if (!entry.variant.compiled()) continue;
+    compiled = true;
     if (entry.variant.traits().torch_toolchain) torch.insert(entry.torch.major_minor());
     if (entry.cuda && entry.cuda->major() >= 13) cuda.insert(entry.cuda->major_minor());
   }
+  if (compiled) KB_TRY(provisioner.host_artifacts());
   for (const auto& version : torch) KB_TRY(provisioner.artifacts("torch", *util::Version::parse(version)));
   const bool tvm_ffi = needs_tvm_ffi(entries);
   if (tvm_ffi) KB_TRY(provisioner.artifacts("tvm-ffi", toolchain::k_tvm_ffi_series));
@@ -152,6 +157,7 @@ Result<void> pin_matrix_toolchains(const std::vector<plan::MatrixEntry>& entries
                 : it->first.starts_with("cuda-")    ? cuda.count(version) > 0
                 : it->first.starts_with("cutlass-") ? headers.count(it->first) > 0
                 : it->first.starts_with("tvm-ffi-") ? tvm_ffi
+                : it->first.starts_with("gcc-")     ? compiled
                                                     : true;
     it = used ? std::next(it) : lock.toolchains.erase(it);
   }
@@ -171,6 +177,10 @@ bool toolchains_present(const plan::MatrixEntry& entry, const toolchain::LockFil
                         const std::optional<toolchain::CudaToolkit>& system,
                         const std::map<std::string, std::filesystem::path>& user_cuda, const util::FileSystem& fs) {
   if (!entry.variant.compiled()) return true;
+  const auto& host = toolchain::bookworm_gcc12_recipe();
+  const auto* host_pins = lock.find(host.name);
+  if (!host_pins || !toolchain::toolchain_complete(fs, toolchain::host_toolchain_dir(cache, host, *host_pins)))
+    return false;
   if (entry.variant.traits().tvm_ffi_toolchain) {
     const auto* tvm_ffi = lock.find(toolchain::toolchain_name("tvm-ffi", toolchain::k_tvm_ffi_series.major_minor()));
     if (!tvm_ffi || !toolchain::toolchain_complete(fs, toolchain::tvm_ffi_toolchain_dir(cache, tvm_ffi->front())))

@@ -1,5 +1,7 @@
 #include "kbuild/usecase/toolchains.hpp"
 
+#include "kbuild/toolchain/host_toolchain.hpp"
+
 #include "kbuild/toolchain/probe.hpp"
 #include "kbuild/usecase/kernel_source.hpp"
 #include "kbuild/usecase/matrix_session.hpp"
@@ -15,6 +17,7 @@ toolchain::ProvisionOptions provision_options(const std::string& python, Service
   provision.python = python;
   provision.download_url = url_downloader(services.http);
   provision.cutlass_mirror_url = toolchain::cutlass_mirror_url(services.env);
+  provision.debian_mirror_url = toolchain::debian_mirror_url(services.env);
   return provision;
 }
 
@@ -50,18 +53,25 @@ Result<ToolchainsFetchOutcome> fetch_toolchains(const ToolchainsFetchRequest& re
   probe.python = request.python;
   probe.need_torch = false;
   probe.cuda_home = services.env.get("CUDA_HOME");
+  probe.need_cxx = false;
   KB_TRY_ASSIGN(toolchain::Toolchain local, toolchain::probe_local_toolchain(services.launcher, services.fs, probe));
   KB_TRY_ASSIGN(auto user_cuda, parse_cuda_toolkits(request.cuda_toolkits));
   toolchain::ProvisionOptions provision = provision_options(request.python, services);
   provision.locked = request.locked;
   provision.progress = request.download_progress;
   provision.user_cuda = user_cuda;
-  provision.host_cxx = local.cxx.cxx.string();
   toolchain::Provisioner provisioner(services.launcher, services.fs, provision, session.lock,
                                      [&](const std::string& line) { services.reporter.info("kbuild: " + line); });
   ToolchainsFetchOutcome outcome;
   outcome.cache = provision.cache.toolchains();
-  auto builds = provision_variants(session.all, provisioner, local, outcome.toolchains);
+  Result<std::vector<plan::VariantBuild>> builds = std::vector<plan::VariantBuild>{};
+  if (auto host = provisioner.host_compiler(); !host) {
+    builds = fail(host.error());
+  } else {
+    local.cxx = *host;
+    provisioner.set_host(*host);
+    builds = provision_variants(session.all, provisioner, local, outcome.toolchains);
+  }
   if (builds && needs_tvm_ffi(session.all)) {
     auto provided = provisioner.tvm_ffi(toolchain::k_tvm_ffi_series);
     if (!provided)
