@@ -108,14 +108,31 @@ def test_a_cu_without_torch_headers_compiles_once_per_cuda_version(tmp_path):
     assert re.search(r"hits / misses\s+\d+ / \d+", stats)
 
 
-def test_two_clean_builds_in_different_directories_are_byte_identical(matrix_kernel, tmp_path):
+def trap_system_compilers(directory: Path) -> Path:
+    """A PATH directory whose compilers and binutils fail loudly and log that they ran."""
+    directory.mkdir(parents=True)
+    for tool in ("g++", "gcc", "c++", "cc", "cpp", "as", "ld", "ld.bfd", "nm", "objcopy", "ar", "g++-12", "gcc-12",
+                 "x86_64-linux-gnu-g++-12", "x86_64-linux-gnu-gcc-12", "x86_64-linux-gnu-as", "x86_64-linux-gnu-ld"):
+        script = directory / tool
+        script.write_text(f'#!/bin/sh\necho "$0 $*" >> {directory}/ran.log\nexit 97\n')
+        script.chmod(0o755)
+    return directory / "ran.log"
+
+
+def test_two_clean_locked_builds_in_different_directories_are_byte_identical(matrix_kernel, tmp_path):
+    """The pinned host toolchain (issue 26): no system compiler runs, even one that PATH puts first, and
+    two clean builds of one commit give the same bytes."""
     variants = ["--variant", "torch211-cxx11-cu130-x86_64-linux", "--variant", "torch215-cxx11-cpu-x86_64-linux"]
+    ran = trap_system_compilers(tmp_path / "trap")
+    env = {k: v for k, v in os.environ.items() if k not in ("CXX", "CC")}
+    env["PATH"] = f"{ran.parent}:{env['PATH']}"
     trees = []
     for name in ("first", "second-place"):
         clone = tmp_path / name / "img2gray"
         subprocess.run(["git", "clone", "-q", str(matrix_kernel), str(clone)], check=True)
-        run_kbuild(*build_args(clone, *variants, "--no-cache", "--locked"))
+        run_kbuild(*build_args(clone, *variants, "--no-cache", "--locked"), env=env)
         trees.append(clone / "build")
+    assert not ran.exists(), ran.read_text()
     first, second = (tree_bytes(t) for t in trees)
     assert sorted(first) == sorted(second) and len(first) == 8
     assert first == second
@@ -123,6 +140,22 @@ def test_two_clean_builds_in_different_directories_are_byte_identical(matrix_ker
     assert digests[0] == digests[1]
     metadata = json.loads((trees[0] / "torch215-cxx11-cpu-x86_64-linux" / "metadata.json").read_text())
     assert metadata["provenance"]["kernel"] == {"commit": git("rev-parse", "HEAD", cwd=matrix_kernel), "dirty": False}
+    pins = json.loads((matrix_kernel / "kbuild.lock").read_text())["toolchains"]["gcc-12.2"]
+    assert metadata["toolchain"]["compiler-origin"] == "pinned:gcc-12.2"
+    assert metadata["toolchain"]["host-packages"] == [f"{p['package']}={p['version']}" for p in pins]
+    assert metadata["toolchain"]["torch-origin"] == "wheel:torch-2.15.0-cp312-cp312-manylinux_2_28_x86_64.whl"
+
+
+def test_a_locked_build_needs_the_host_toolchain_pin(kernel_copy):
+    lock_path = kernel_copy / "kbuild.lock"
+    lock = json.loads(lock_path.read_text())
+    del lock["toolchains"]["gcc-12.2"]
+    lock_path.write_text(json.dumps(lock, indent=2) + "\n")
+    result = run_kbuild(*build_args(kernel_copy, "--variant", "torch211-cxx11-cpu-x86_64-linux", "--locked"),
+                        check=False)
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "kbuild.lock has no pin for the host toolchain gcc-12.2 (--locked)" in result.stderr
+    assert "hint: run `kbuild toolchains lock`" in result.stderr
 
 
 def test_a_tampered_download_is_refused(kernel_copy, tmp_path):
@@ -148,7 +181,10 @@ def test_lock_command_and_locked_builds(kernel_copy):
     assert result.returncode == 2 and "kbuild.lock does not exist" in result.stderr
     out = run_kbuild("toolchains", "lock", kernel_copy, "--python", PYTHON).stdout
     lock = json.loads((kernel_copy / "kbuild.lock").read_text())
-    assert sorted(lock["toolchains"]) == ["cuda-13.0", "cuda-13.2", "torch-2.11", "torch-2.15"]
+    assert sorted(lock["toolchains"]) == ["cuda-13.0", "cuda-13.2", "gcc-12.2", "torch-2.11", "torch-2.15"]
+    host = {a["package"]: a for a in lock["toolchains"]["gcc-12.2"]}
+    assert host["g++-12"]["version"].startswith("12.2.0-") and host["libc6"]["version"].startswith("2.36-")
+    assert host["g++-12"]["url"].startswith("https://deb.debian.org/debian/pool/main/g/gcc-12/g++-12_")
     assert [a["package"] for a in lock["toolchains"]["cuda-13.2"]] == [
         "nvidia-cuda-nvcc", "nvidia-nvvm", "nvidia-cuda-crt", "nvidia-cuda-runtime", "nvidia-cuda-cccl"]
     assert lock["toolchains"]["torch-2.15"][0]["file"].startswith("torch-2.15.")

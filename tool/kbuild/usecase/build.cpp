@@ -98,14 +98,7 @@ Result<std::vector<plan::VariantBuild>> matrix_variants(const BuildRequest& requ
   provision.user_cuda = user_cuda;
   toolchain::Provisioner provisioner(services.launcher, services.fs, provision, session.lock,
                                      [&](const std::string& line) { services.reporter.info("kbuild: " + line); });
-  Result<std::vector<plan::VariantBuild>> provisioned = std::vector<plan::VariantBuild>{};
-  if (auto host = provisioner.host_compiler(); !host) {
-    provisioned = fail(host.error());
-  } else {
-    local.cxx = *host;
-    provisioner.set_host(*host);
-    provisioned = provision_variants(session.selected, provisioner, local, toolchains);
-  }
+  auto provisioned = provision_variants(session.selected, provisioner, local, toolchains);
   if (provisioner.lock_changed()) {
     KB_TRY(services.fs.write_file_atomic(session.lock_path, session.lock.serialize()));
     services.reporter.info("kbuild: pinned new toolchains in " + session.lock_path.string());

@@ -67,8 +67,10 @@ Result<std::map<std::string, std::filesystem::path>> parse_cuda_toolkits(const s
 
 Result<std::vector<plan::VariantBuild>> provision_variants(const std::vector<plan::MatrixEntry>& entries,
                                                            toolchain::Provisioner& provisioner,
-                                                           const toolchain::Toolchain& base,
+                                                           toolchain::Toolchain& base,
                                                            std::deque<toolchain::Toolchain>& storage) {
+  KB_TRY_ASSIGN(base.cxx, provisioner.host_compiler());
+  provisioner.set_host(base.cxx);
   std::map<std::string, toolchain::TorchInstall> torches;
   std::map<std::string, toolchain::CudaToolkit> cudas;
   std::map<std::string, const toolchain::Toolchain*> combos;

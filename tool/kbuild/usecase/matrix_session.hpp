@@ -65,11 +65,12 @@ Result<void> pin_matrix_toolchains(const std::vector<plan::MatrixEntry>& entries
 /// pin is the sha256 a user compared with a copy they trust.
 toolchain::LockFile pins_kept_by_update(const toolchain::LockFile& lock);
 
-/// Provisions every toolchain `entries` needs. `base` carries the host compiler, Python headers and
-/// the system CUDA toolkit (if any); the toolchains are stored in `storage` (stable addresses).
+/// Provisions every toolchain `entries` needs. `base` carries the Python headers and the system CUDA
+/// toolkit (if any) and gets the pinned host compiler (Provisioner::host_compiler) every variant is
+/// compiled with; the toolchains are stored in `storage` (stable addresses).
 Result<std::vector<plan::VariantBuild>> provision_variants(const std::vector<plan::MatrixEntry>& entries,
                                                            toolchain::Provisioner& provisioner,
-                                                           const toolchain::Toolchain& base,
+                                                           toolchain::Toolchain& base,
                                                            std::deque<toolchain::Toolchain>& storage);
 
 /// Whether the toolchains of `entry` are already in the cache (or the system provides them).

@@ -64,14 +64,7 @@ Result<ToolchainsFetchOutcome> fetch_toolchains(const ToolchainsFetchRequest& re
                                      [&](const std::string& line) { services.reporter.info("kbuild: " + line); });
   ToolchainsFetchOutcome outcome;
   outcome.cache = provision.cache.toolchains();
-  Result<std::vector<plan::VariantBuild>> builds = std::vector<plan::VariantBuild>{};
-  if (auto host = provisioner.host_compiler(); !host) {
-    builds = fail(host.error());
-  } else {
-    local.cxx = *host;
-    provisioner.set_host(*host);
-    builds = provision_variants(session.all, provisioner, local, outcome.toolchains);
-  }
+  auto builds = provision_variants(session.all, provisioner, local, outcome.toolchains);
   if (builds && needs_tvm_ffi(session.all)) {
     auto provided = provisioner.tvm_ffi(toolchain::k_tvm_ffi_series);
     if (!provided)
