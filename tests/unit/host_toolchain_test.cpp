@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "kbuild/layout/metadata.hpp"
+#include "kbuild/plan/reproducibility.hpp"
 #include "kbuild/toolchain/deb_archive.hpp"
 #include "kbuild/toolchain/debian.hpp"
 #include "kbuild/toolchain/host_toolchain.hpp"
@@ -214,4 +215,27 @@ TEST(DebArchive, RefusesEntriesThatLeaveTheRoot) {
   }
   std::ofstream(tmp.dir / "not.deb") << "hello";
   EXPECT_FALSE(extract_deb(real, tmp.dir / "not.deb", tmp.dir / "root", host_toolchain_entry));
+}
+
+TEST(Reproducibility, FindsTimeMacrosAndAnonymousNamespacesInCudaOnly) {
+  const std::string source =
+      "// __DATE__ in a comment\n"
+      "const char* when = \"__TIME__\";\n"
+      "const char* built = __DATE__ \" \" __TIME__;\n"
+      "namespace {\n"
+      "int MY__DATE__X = 0; /* __TIMESTAMP__ */ }\n"
+      "namespace detail { }\n";
+  auto hazards = kbuild::plan::reproducibility_hazards("k/a.cu", source);
+  ASSERT_EQ(hazards.size(), 3u);
+  EXPECT_EQ(hazards[0].line, 3u);
+  EXPECT_EQ(hazards[0].column, 21u);
+  EXPECT_NE(hazards[0].what.find("__DATE__"), std::string::npos);
+  EXPECT_EQ(hazards[1].line, 3u);
+  EXPECT_NE(hazards[1].what.find("__TIME__"), std::string::npos);
+  EXPECT_EQ(hazards[2].line, 4u);
+  EXPECT_EQ(hazards[2].column, 1u);
+  EXPECT_NE(hazards[2].what.find("anonymous namespace"), std::string::npos);
+  EXPECT_EQ(kbuild::plan::reproducibility_hazards("k/a.cpp", source).size(), 2u);  // fine in host code
+  EXPECT_TRUE(kbuild::plan::scanned_for_reproducibility("csrc/a.cuh"));
+  EXPECT_FALSE(kbuild::plan::scanned_for_reproducibility("torch-ext/k/__init__.py"));
 }

@@ -17,6 +17,7 @@
 #include "kbuild/hub/remote_cache.hpp"
 #include "kbuild/plan/cuda_archs.hpp"
 #include "kbuild/plan/planner.hpp"
+#include "kbuild/plan/reproducibility.hpp"
 #include "kbuild/toolchain/gpu.hpp"
 #include "kbuild/toolchain/host_toolchain.hpp"
 #include "kbuild/toolchain/probe.hpp"
@@ -362,6 +363,20 @@ void add_stdcxx_compat(const BuildRequest& request, Services& services, const Se
                               "); libraries that need them will fail the ABI check");
 }
 
+// Scanned when the sources change (not on a no-op build): what makes variants differ between builds
+// although every toolchain is pinned (plan/reproducibility.hpp).
+void warn_reproducibility_hazards(Services& services, const std::filesystem::path& kernel_dir,
+                                  const SourceManifest& sources) {
+  for (const auto& [path, sha] : sources.files) {
+    if (!plan::scanned_for_reproducibility(path)) continue;
+    auto text = services.fs.read_file(kernel_dir / path);
+    if (!text) continue;
+    for (const auto& hazard : plan::reproducibility_hazards(path, *text))
+      services.reporter.warning(fmt::format("{}:{}:{}: {}; the variants will not be reproducible", path, hazard.line,
+                                            hazard.column, hazard.what));
+  }
+}
+
 Result<plan::PlanRequest> plan_request_for(const BuildRequest& request, Services& services,
                                            const config::KernelConfig& config, Selection& selection,
                                            const std::filesystem::path& work_dir, std::string& archs_reason) {
@@ -379,6 +394,7 @@ Result<plan::PlanRequest> plan_request_for(const BuildRequest& request, Services
   const auto manifest_file = work_dir / "sources";
   const std::string manifest = identity.sources.render();
   if (services.fs.read_file(manifest_file).value_or("") != manifest) {
+    warn_reproducibility_hazards(services, kernel_dir, identity.sources);
     auto written = services.fs.write_file_atomic(manifest_file, manifest);
     // In a read-only kernel directory the build stops before running anything (the sources changed,
     // so jobs are stale) with a message of its own.
