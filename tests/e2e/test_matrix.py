@@ -144,6 +144,18 @@ def test_two_clean_locked_builds_in_different_directories_are_byte_identical(mat
     assert metadata["toolchain"]["compiler-origin"] == "pinned:gcc-12.2"
     assert metadata["toolchain"]["host-packages"] == [f"{p['package']}={p['version']}" for p in pins]
     assert metadata["toolchain"]["torch-origin"] == "wheel:torch-2.15.0-cp312-cp312-manylinux_2_28_x86_64.whl"
+    # kbuild check --rebuild builds a variant again apart and names the first file that differs.
+    clone = trees[0].parent
+    cpu = "torch215-cxx11-cpu-x86_64-linux"
+    result = run_kbuild("check", clone, "--rebuild", "--variant", cpu, "--python", PYTHON, env=env)
+    assert result.stdout == f"{cpu}: identical to a rebuild\n"
+    ops = trees[0] / cpu / "_ops.py"
+    ops.write_text(ops.read_text() + "# edited\n")
+    result = run_kbuild("check", clone, "--rebuild", "--variant", cpu, "--python", PYTHON, env=env, check=False)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"{cpu}: differs from a rebuild: _ops.py differs from the rebuild's at byte" in result.stdout
+    assert not ran.exists(), ran.read_text()
+    assert not (clone / ".kbuild" / "rebuild").exists()
 
 
 def test_a_locked_build_needs_the_host_toolchain_pin(kernel_copy):

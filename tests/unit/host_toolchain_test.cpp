@@ -14,7 +14,9 @@
 #include "kbuild/toolchain/debian.hpp"
 #include "kbuild/toolchain/host_toolchain.hpp"
 #include "kbuild/toolchain/lock.hpp"
+#include "kbuild/usecase/rebuild_check.hpp"
 #include "kbuild/util/fs.hpp"
+#include "support/mem_fs.hpp"
 
 using namespace kbuild::toolchain;
 namespace fs = std::filesystem;
@@ -238,4 +240,22 @@ TEST(Reproducibility, FindsTimeMacrosAndAnonymousNamespacesInCudaOnly) {
   EXPECT_EQ(kbuild::plan::reproducibility_hazards("k/a.cpp", source).size(), 2u);  // fine in host code
   EXPECT_TRUE(kbuild::plan::scanned_for_reproducibility("csrc/a.cuh"));
   EXPECT_FALSE(kbuild::plan::scanned_for_reproducibility("torch-ext/k/__init__.py"));
+}
+
+TEST(RebuildCheck, NamesTheFirstDifferingFile) {
+  kbuild::fakes::MemFileSystem fs;
+  fs.put("/a/v/_ops.py", "abc");
+  fs.put("/a/v/lib/x.so", "same");
+  fs.put("/b/v/_ops.py", "abc");
+  fs.put("/b/v/lib/x.so", "same");
+  EXPECT_EQ(kbuild::usecase::first_difference(fs, "/a/v", "/b/v"), "");
+  fs.put("/b/v/_ops.py", "abd");
+  EXPECT_EQ(kbuild::usecase::first_difference(fs, "/a/v", "/b/v"),
+            "_ops.py differs from the rebuild's at byte 2 (3 vs 3 bytes)");
+  fs.put("/b/v/_ops.py", "abc");
+  fs.put("/b/v/extra.py", "");
+  EXPECT_EQ(kbuild::usecase::first_difference(fs, "/a/v", "/b/v"), "the rebuild has extra.py, which the variant lacks");
+  fs.put("/a/v/extra.py", "");
+  fs.put("/a/v/lib/y.so", "");
+  EXPECT_EQ(kbuild::usecase::first_difference(fs, "/a/v", "/b/v"), "lib/y.so is not in the rebuild");
 }

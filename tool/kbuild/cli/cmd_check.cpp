@@ -6,6 +6,7 @@
 
 #include "kbuild/cli/command.hpp"
 #include "kbuild/usecase/check_variants.hpp"
+#include "kbuild/usecase/rebuild_check.hpp"
 
 namespace kbuild::cli {
 
@@ -16,9 +17,40 @@ struct CheckOptions {
   std::string manylinux = "manylinux_2_28";
   bool json = false;
   bool allow_stale = false;
+  bool rebuild = false;
+  std::vector<std::string> variants;
+  std::string python;
+  size_t jobs = 0;
 };
 
+// --rebuild: each variant built again apart and compared byte for byte (usecase/rebuild_check.hpp).
+Result<ExitCode> run_rebuild_check(const CheckOptions& options, Services& services) {
+  LogReporter reporter(false);
+  auto use_case_services = services.with(reporter);
+  usecase::RebuildCheckRequest request;
+  request.kernel_dir = absolute_dir(options.kernel_dir);
+  request.variants = options.variants;
+  KB_TRY_ASSIGN(request.python, python_setting(options.python, services));
+  request.jobs = options.jobs > 0 ? options.jobs : available_cpus();
+  request.builder_version = builder_id();
+  request.manylinux = options.manylinux;
+  KB_TRY_ASSIGN(auto outcome, usecase::check_rebuild(request, use_case_services));
+  for (const auto& variant : outcome.variants) {
+    if (variant.difference.empty())
+      fmt::print("{}: identical to a rebuild\n", variant.name);
+    else
+      fmt::print("{}: differs from a rebuild: {}\n", variant.name, variant.difference);
+  }
+  if (outcome.differing > 0)
+    return fail(fmt::format("{} of {} variants differ from a rebuild of their sources", outcome.differing,
+                            outcome.variants.size()),
+                "the variant is stale, was built with other toolchains, or the kernel is not reproducible "
+                "(docs/matrix.md, \"Reproducibility\")");
+  return ExitCode::ok;
+}
+
 Result<ExitCode> run_check(const CheckOptions& options, Services& services) {
+  if (options.rebuild) return run_rebuild_check(options, services);
   LogReporter reporter(false);
   auto use_case_services = services.with(reporter);
   KB_TRY_ASSIGN(auto outcome,
@@ -56,6 +88,12 @@ void register_check(CLI::App& app, CommandAction& action) {
   cmd->add_flag("--json", options->json, "Print the findings as JSON");
   cmd->add_flag("--allow-stale", options->allow_stale,
                 "Report a variant older than its sources as a warning, not an error");
+  cmd->add_flag("--rebuild", options->rebuild,
+                "Build each variant again apart (pinned toolchains for matrix variants, no compile cache) and "
+                "report the first file that differs");
+  cmd->add_option("--variant", options->variants, "With --rebuild: only this variant (repeatable)");
+  cmd->add_option("--python", options->python, "With --rebuild: the Python whose headers (and Torch) builds use");
+  cmd->add_option("-j,--jobs", options->jobs, "With --rebuild: parallel jobs (default: number of CPUs)");
   cmd->callback([options, &action] { action = [options](Services& s) { return run_check(*options, s); }; });
 }
 

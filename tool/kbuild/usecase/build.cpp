@@ -17,7 +17,6 @@
 #include "kbuild/hub/remote_cache.hpp"
 #include "kbuild/plan/cuda_archs.hpp"
 #include "kbuild/plan/planner.hpp"
-#include "kbuild/plan/reproducibility.hpp"
 #include "kbuild/toolchain/gpu.hpp"
 #include "kbuild/toolchain/host_toolchain.hpp"
 #include "kbuild/toolchain/probe.hpp"
@@ -363,20 +362,6 @@ void add_stdcxx_compat(const BuildRequest& request, Services& services, const Se
                               "); libraries that need them will fail the ABI check");
 }
 
-// Scanned when the sources change (not on a no-op build): what makes variants differ between builds
-// although every toolchain is pinned (plan/reproducibility.hpp).
-void warn_reproducibility_hazards(Services& services, const std::filesystem::path& kernel_dir,
-                                  const SourceManifest& sources) {
-  for (const auto& [path, sha] : sources.files) {
-    if (!plan::scanned_for_reproducibility(path)) continue;
-    auto text = services.fs.read_file(kernel_dir / path);
-    if (!text) continue;
-    for (const auto& hazard : plan::reproducibility_hazards(path, *text))
-      services.reporter.warning(fmt::format("{}:{}:{}: {}; the variants will not be reproducible", path, hazard.line,
-                                            hazard.column, hazard.what));
-  }
-}
-
 Result<plan::PlanRequest> plan_request_for(const BuildRequest& request, Services& services,
                                            const config::KernelConfig& config, Selection& selection,
                                            const std::filesystem::path& work_dir, std::string& archs_reason) {
@@ -387,14 +372,14 @@ Result<plan::PlanRequest> plan_request_for(const BuildRequest& request, Services
   plan_request.config = &config;
   plan_request.kernel_dir = kernel_dir;
   plan_request.work_dir = work_dir;
-  plan_request.output_dir = kernel_dir / "build";
+  plan_request.output_dir = request.output_dir.value_or(kernel_dir / "build");
   plan_request.unique_id = identity.unique_id;
   plan_request.kernel_git = identity.kernel_git;
   // Rewritten only when the sources change: the install jobs' records then tell which sources built them.
   const auto manifest_file = work_dir / "sources";
   const std::string manifest = identity.sources.render();
   if (services.fs.read_file(manifest_file).value_or("") != manifest) {
-    warn_reproducibility_hazards(services, kernel_dir, identity.sources);
+    warn_reproducibility_hazards(services.fs, services.reporter, kernel_dir, identity.sources);
     auto written = services.fs.write_file_atomic(manifest_file, manifest);
     // In a read-only kernel directory the build stops before running anything (the sources changed,
     // so jobs are stale) with a message of its own.
@@ -426,7 +411,7 @@ Result<BuildOutcome> build(const BuildRequest& request, Services& services) {
   PhaseTimer timer(services.clock);
   KB_TRY_ASSIGN(auto remote_settings, cache::remote_settings(services.env));
   const auto& kernel_dir = request.kernel_dir;
-  const auto work_dir = kernel_dir / ".kbuild";
+  const auto work_dir = request.work_dir.value_or(kernel_dir / ".kbuild");
   KB_TRY_ASSIGN(config::KernelConfig config, load_kernel(services.fs, kernel_dir, diagnostics_to(services.reporter)));
   timer.mark("config");
   KB_TRY_ASSIGN(std::string ops_check_stamp, check_registration_prefix(services.launcher, services.fs, request.python,

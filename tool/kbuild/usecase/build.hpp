@@ -53,6 +53,10 @@ struct BuildRequest {
   /// What CUDA variants compile (--cuda-archs): "native" (the GPUs of this machine; every declared
   /// capability when it has none), "all" (every capability build.toml declares), or a list "8.0,9.0".
   std::string cuda_archs = "native";
+  /// A build apart from the kernel's own (`kbuild check --rebuild`): its intermediates and state
+  /// (default <kernel>/.kbuild) and its variants (default <kernel>/build) go here instead.
+  std::optional<std::filesystem::path> work_dir;
+  std::optional<std::filesystem::path> output_dir;
 };
 
 struct BuildOutcome {

@@ -5,6 +5,9 @@
 #include <map>
 #include <set>
 
+#include <fmt/core.h>
+
+#include "kbuild/plan/reproducibility.hpp"
 #include "kbuild/util/git.hpp"
 #include "kbuild/util/hash.hpp"
 #include "kbuild/util/strings.hpp"
@@ -273,6 +276,18 @@ Result<BuildIdentity> build_identity(util::FileSystem& fs, util::ProcessLauncher
   }
   identity.unique_id = identity.sources.id;
   return identity;
+}
+
+void warn_reproducibility_hazards(util::FileSystem& fs, exec::Reporter& reporter,
+                                  const std::filesystem::path& kernel_dir, const SourceManifest& sources) {
+  for (const auto& [path, sha] : sources.files) {
+    if (!plan::scanned_for_reproducibility(path)) continue;
+    auto text = fs.read_file(kernel_dir / path);
+    if (!text) continue;
+    for (const auto& hazard : plan::reproducibility_hazards(path, *text))
+      reporter.warning(fmt::format("{}:{}:{}: {}; the variants will not be reproducible", path, hazard.line,
+                                   hazard.column, hazard.what));
+  }
 }
 
 }  // namespace kbuild::usecase

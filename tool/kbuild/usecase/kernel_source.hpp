@@ -8,6 +8,7 @@
 
 #include "kbuild/config/build_toml.hpp"
 #include "kbuild/config/diagnostic.hpp"
+#include "kbuild/exec/reporter.hpp"
 #include "kbuild/layout/metadata.hpp"
 #include "kbuild/util/fs.hpp"
 #include "kbuild/util/process.hpp"
@@ -80,6 +81,11 @@ struct BuildIdentity {
 Result<BuildIdentity> build_identity(util::FileSystem& fs, util::ProcessLauncher& launcher,
                                      const std::filesystem::path& kernel_dir, const config::KernelConfig& config,
                                      const std::optional<std::string>& explicit_id);
+
+/// Warns (file:line:column) about what in `sources` makes variants differ between builds although
+/// every toolchain is pinned (plan/reproducibility.hpp); run when the sources change, not on a no-op build.
+void warn_reproducibility_hazards(util::FileSystem& fs, exec::Reporter& reporter,
+                                  const std::filesystem::path& kernel_dir, const SourceManifest& sources);
 
 /// Whether `id` can be part of a Python identifier (letters, digits, '_').
 bool is_valid_unique_id(const std::string& id);
