@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PYTHON, build_args, copy_kernel, empty_compile_cache, git, run_kbuild, variant_dirs
+from conftest import KBUILD, PYTHON, build_args, copy_kernel, empty_compile_cache, git, run_kbuild, variant_dirs
 
 pytestmark = pytest.mark.slow
 
@@ -130,9 +130,18 @@ def test_two_clean_locked_builds_in_different_directories_are_byte_identical(mat
     for name in ("first", "second-place"):
         clone = tmp_path / name / "img2gray"
         subprocess.run(["git", "clone", "-q", str(matrix_kernel), str(clone)], check=True)
-        run_kbuild(*build_args(clone, *variants, "--no-cache", "--locked"), env=env)
+        # The second build runs under strace: not even an absolute /usr/bin/g++ may run.
+        traced = ["strace", "-f", "-qq", "-e", "trace=execve", "-o", str(tmp_path / "exec.log")] if trees else []
+        subprocess.run([*traced, str(KBUILD), *build_args(clone, *variants, "--no-cache", "--locked")], env=env,
+                       check=True, capture_output=True, text=True, timeout=900)
         trees.append(clone / "build")
     assert not ran.exists(), ran.read_text()
+    programs = set(re.findall(r'execve\("([^"]+)", .*\) = 0$', (tmp_path / "exec.log").read_text(), re.M))
+    compilers = re.compile(r"(^|/)(g\+\+|gcc|c\+\+|cc|cc1|cc1plus|collect2|as|ld|ld\.bfd|nm|objcopy|ar)(-\d+)?$")
+    system = sorted(p for p in programs if "/toolchains/gcc-12.2-" not in p and
+                    (compilers.search(os.path.basename(p)) or "x86_64-linux-gnu-" in p or "/lib/gcc/" in p))
+    assert not system, system
+    assert any(p.endswith("/gcc/x86_64-linux-gnu/12/cc1plus") for p in programs), sorted(programs)
     first, second = (tree_bytes(t) for t in trees)
     assert sorted(first) == sorted(second) and len(first) == 8
     assert first == second
