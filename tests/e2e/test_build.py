@@ -30,7 +30,12 @@ def test_builds_both_variants_with_the_exact_layout(built_kernel):
         assert files == sorted(["__init__.py", "_ops.py", f"{ops_id}.abi3.so", "metadata.json"])
         metadata = json.loads((path / "metadata.json").read_text())
         assert list(metadata) == ["name", "id", "version", "license", "python-depends", "kernel-depends", "backend",
-                                  "digest", "provenance"]
+                                  "digest", "provenance", "toolchain"]
+        # A local build records the system compiler and the Python's Torch (by kind, not by path).
+        toolchain = metadata["toolchain"]
+        assert toolchain["compiler"].startswith("gcc ") and toolchain["compiler-origin"] == "system"
+        assert "host-packages" not in toolchain and toolchain["torch-origin"] == "python"
+        assert ("cuda" in toolchain) == (backend == "cuda")
         assert metadata["id"] == ops_id
         assert metadata["name"] == "img2gray" and metadata["version"] == 1
         assert metadata["backend"]["type"] == backend

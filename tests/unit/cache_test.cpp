@@ -72,6 +72,24 @@ TEST(CacheKey, ArgumentsIgnoreLocationsThreadsAndOutputs) {
   EXPECT_NE(manifest_key(compile_job("/home/a/k", "/t1"), "s2"), manifest_key(compile_job("/home/a/k", "/t1"), "s"));
 }
 
+TEST(CacheKey, ThePinnedHostSysrootIsKeyedByItsPlaceNotItsMachine) {
+  auto pinned = [](const std::string& host) {
+    auto job = compile_job("/home/a/k", "/t1");
+    job.argv.insert(job.argv.begin() + 1, "--sysroot=" + host + "/root");
+    for (auto& arg : job.argv)
+      if (arg.starts_with("-Xcompiler=")) arg = "-Xcompiler=-fPIC,--sysroot=" + host + "/root,-ffile-prefix-map=/x/=";
+    job.path_roots.push_back({"$HOST", host});
+    return job;
+  };
+  auto args = key_arguments(pinned("/runner-1/cache/gcc-12.2"));
+  EXPECT_EQ(args[0], "--sysroot=$HOST/root");
+  EXPECT_EQ(args[3], "-Xcompiler=-fPIC,--sysroot=$HOST/root");
+  EXPECT_EQ(manifest_key(pinned("/runner-1/cache/gcc-12.2"), "s"), manifest_key(pinned("/runner-2/c/gcc-12.2"), "s"));
+  auto unknown = pinned("/runner-1/cache/gcc-12.2");
+  unknown.path_roots.pop_back();  // a sysroot outside every root stays as written
+  EXPECT_EQ(key_arguments(unknown)[0], "--sysroot=/runner-1/cache/gcc-12.2/root");
+}
+
 TEST(CacheKey, ResultKeyIsOrderIndependent) {
   EXPECT_EQ(result_key("m", {{"a", "1"}, {"b", "2"}}, std::nullopt),
             result_key("m", {{"b", "2"}, {"a", "1"}}, std::nullopt));

@@ -1,6 +1,7 @@
 #include "kbuild/cache/key.hpp"
 
 #include <algorithm>
+#include <string_view>
 
 #include "kbuild/util/hash.hpp"
 
@@ -21,6 +22,23 @@ std::string denormalize_path(const std::string& path, const Roots& roots) {
     if (path.starts_with(name + "/")) return (root / path.substr(name.size() + 1)).string();
   return path;
 }
+
+namespace {
+
+// `--sysroot=PATH` names the pinned host toolchain's unpacked root, which lies under each machine's
+// own cache: only its place relative to a root belongs in the key.
+std::string normalize_argument(const std::string& arg, const Roots& roots) {
+  constexpr std::string_view sysroot = "--sysroot=";
+  if (arg.starts_with(sysroot)) {
+    std::string path = arg.substr(sysroot.size());
+    std::string normalized = normalize_path(path + "/", roots);  // the root itself normalizes too
+    normalized.pop_back();
+    return std::string(sysroot) + normalized;
+  }
+  return normalize_path(arg, roots);
+}
+
+}  // namespace
 
 std::vector<std::string> key_arguments(const plan::Job& job) {
   std::vector<std::string> out;
@@ -45,7 +63,7 @@ std::vector<std::string> key_arguments(const plan::Job& job) {
         size_t comma = arg.find(',', start);
         std::string part = arg.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
         if (!part.starts_with("-ffile-prefix-map=")) {
-          kept += (first ? "" : ",") + part;
+          kept += (first ? "" : ",") + normalize_argument(part, job.path_roots);
           first = false;
         }
         if (comma == std::string::npos) break;
@@ -54,7 +72,7 @@ std::vector<std::string> key_arguments(const plan::Job& job) {
       out.push_back(kept);
       continue;
     }
-    out.push_back(normalize_path(arg, job.path_roots));
+    out.push_back(normalize_argument(arg, job.path_roots));
   }
   return out;
 }

@@ -79,7 +79,7 @@ VariantFlags variant_flags(const PlanRequest& request, const Variant& variant, c
   return flags;
 }
 
-layout::ToolchainRecord toolchain_record(const toolchain::Toolchain& tc, bool tvm_ffi) {
+layout::ToolchainRecord toolchain_record(const toolchain::Toolchain& tc, const Variant& variant, bool tvm_ffi) {
   layout::ToolchainRecord record;
   record.compiler = "gcc " + tc.cxx.version;
   record.compiler_origin = tc.cxx.origin;
@@ -89,7 +89,7 @@ layout::ToolchainRecord toolchain_record(const toolchain::Toolchain& tc, bool tv
     // The kind of origin only: "python:/home/me/venv/bin/python3" would tie the bytes to a machine.
     record.torch_origin = tc.torch.origin.starts_with("python:") ? "python" : tc.torch.origin;
   }
-  if (tc.cuda) {
+  if (tc.cuda && variant.backend == config::Backend::cuda) {
     record.cuda = tc.cuda->version.str();
     record.cuda_origin = tc.cuda->origin;
   }

@@ -23,8 +23,9 @@ struct VariantFlags {
 VariantFlags variant_flags(const PlanRequest& request, const Variant& variant, const toolchain::Toolchain& tc,
                            const std::string& ops);
 
-/// What metadata.json records of the toolchain that built a variant (layout::ToolchainRecord).
-layout::ToolchainRecord toolchain_record(const toolchain::Toolchain& tc, bool tvm_ffi);
+/// What metadata.json records of the toolchain that built a variant (layout::ToolchainRecord): only
+/// what took part (no CUDA for a CPU variant, even where the probe found one; no Torch for tvm-ffi).
+layout::ToolchainRecord toolchain_record(const toolchain::Toolchain& tc, const Variant& variant, bool tvm_ffi);
 
 /// The host compiler's driver with the flags every compile and link passes (a pinned --sysroot).
 std::vector<std::string> driver_command(const toolchain::HostCompiler& cxx);

@@ -398,7 +398,7 @@ class CompiledVariantPlanner {
       spec.metadata.archs = variant_cuda_archs(m_config, m_tc.cuda->version, m_request.cuda_archs_only);
     spec.metadata.builder_version = m_request.builder_version;
     spec.metadata.kernel = m_request.kernel_git;
-    spec.metadata.toolchain = toolchain_record(m_tc, tvm_ffi());
+    spec.metadata.toolchain = toolchain_record(m_tc, m_variant, tvm_ffi());
     if (m_request.gate_libraries) {
       layout::LibraryGate gate;
       gate.machine = m_variant.cpu;
