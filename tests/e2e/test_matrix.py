@@ -167,6 +167,26 @@ def test_two_clean_locked_builds_in_different_directories_are_byte_identical(mat
     assert not (clone / ".kbuild" / "rebuild").exists()
 
 
+def test_a_debian_python_with_a_multiarch_pyconfig_builds_locked(matrix_kernel, tmp_path):
+    """Debian's and Ubuntu's Pythons keep pyconfig.h under /usr/include/<multiarch>/, which the pinned
+    host toolchain's --sysroot does not search: kbuild writes it into the build's own tree."""
+    python = "/usr/bin/python3"  # Debian's (python3-dev), not the test environment's
+    include = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['include'])"],
+                                  capture_output=True, text=True, check=True).stdout.strip())
+    redirect = re.search(r"#\s*include <(x86_64-linux-gnu/python3\.\d+/pyconfig\.h)>", (include / "pyconfig.h").read_text())
+    assert redirect, include
+    clone = tmp_path / "img2gray"
+    subprocess.run(["git", "clone", "-q", str(matrix_kernel), str(clone)], check=True)
+    cpu = "torch211-cxx11-cpu-x86_64-linux"
+    result = run_kbuild("build", clone, "--variant", cpu, "--locked", "--python", python, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    carried = clone / ".kbuild" / "generated" / "python-multiarch" / redirect.group(1)
+    assert carried.read_bytes() == (include.parent / redirect.group(1)).read_bytes()
+    assert run_kbuild("check", clone, "--variant", cpu).returncode == 0
+    # The binding uses the stable ABI only: the Python's own headers leave no trace in the bytes.
+    assert tree_bytes(clone / "build" / cpu) == tree_bytes(matrix_kernel / "build" / cpu)
+
+
 def test_a_locked_build_needs_the_host_toolchain_pin(kernel_copy):
     lock_path = kernel_copy / "kbuild.lock"
     lock = json.loads(lock_path.read_text())

@@ -71,6 +71,16 @@ def test_pip_install_gives_a_small_kbuild_that_names_its_commit(installed):
     for name, path in re.findall(r"^\s*(\S+) => (\S+)", ldd, re.M):
         if not re.match(r"(libc|libm|libdl|librt|libpthread|libresolv|ld-linux)", name):
             assert os.path.normpath(path).startswith(str(venv / "lib" / "kbuild.libs")), (name, path)
+    # So do the libraries it loads on first use (libcurl, libarchive, libzip: `--version` loads them
+    # all), and what they load: the dynamic loader's trace names each library as it initialises it.
+    traced = subprocess.run([kbuild, "--version"], capture_output=True, text=True, check=True,
+                            env=dict(os.environ, LD_DEBUG="files")).stderr
+    initialised = re.findall(r"calling init: (\S+)", traced)
+    lazy = [path for path in initialised if re.search(r"/lib(curl|archive|zip)\.so", path)]
+    assert len(lazy) == 3, initialised
+    for path in initialised:
+        if not re.search(r"/(libc|libm|libdl|librt|libpthread|libresolv|ld-linux)[.-]", path):
+            assert os.path.normpath(path).startswith(str(venv / "lib" / "kbuild.libs")), (path, initialised)
 
 
 def test_the_installed_kbuild_builds_and_checks_a_kernel(installed, tmp_path):

@@ -141,7 +141,8 @@ toolchain::Toolchain fake_toolchain() {
   cuda.lib_dir = "/cuda/lib64";
   tc.cuda = cuda;
   tc.cxx = {"/usr/bin/g++", "12.2.0", "x86_64-linux-gnu"};
-  tc.python = {"/py/include", "3.11"};
+  tc.python.include_dir = "/py/include";
+  tc.python.version = "3.11";
   return tc;
 }
 
@@ -236,6 +237,33 @@ TEST_F(PlanFixture, CompileConventions) {
   EXPECT_TRUE(has(link->argv, "-lcudart"));
   EXPECT_TRUE(has(link->argv, "-shared"));
   EXPECT_EQ(link->outputs.front().filename(), "_img2gray_cuda_abc1234.abi3.so");
+}
+
+TEST_F(PlanFixture, ADebianPythonsMultiarchPyconfigIsWrittenInTheTreeForEveryCompile) {
+  tc.python.multiarch_header = "x86_64-linux-gnu/python3.12/pyconfig.h";
+  tc.python.multiarch_pyconfig = "#define X 1\n";
+  auto graph = plan_build(request({config::Backend::cpu, config::Backend::cuda}));
+  ASSERT_TRUE(graph) << graph.error().message;
+  const Job* generate = find(*graph, "generated");
+  ASSERT_TRUE(generate);
+  const auto& files = std::get<WriteFiles>(generate->action).files;
+  ASSERT_EQ(files.size(), 3u);  // registration.h, glibc_compat.cpp and the one header of both variants
+  EXPECT_EQ(files[2].first, "/k/.kbuild/generated/python-multiarch/x86_64-linux-gnu/python3.12/pyconfig.h");
+  EXPECT_EQ(files[2].second, "#define X 1\n");
+  EXPECT_EQ(generate->outputs.size(), 3u);
+  size_t compiles = 0;
+  for (const auto& job : graph->jobs) {
+    if (job.kind != JobKind::compile_cxx && job.kind != JobKind::compile_cuda) continue;
+    ++compiles;
+    auto line = util::shell_join(job.argv);
+    EXPECT_NE(line.find("-isystem /k/.kbuild/generated/python-multiarch"), std::string::npos) << job.id;
+    EXPECT_EQ(job.deps, std::vector<size_t>{0}) << job.id;  // the header is written first
+  }
+  EXPECT_EQ(compiles, 7u);
+  // Another pyconfig.h is another generate key: the header is rewritten.
+  std::string key = generate->key;
+  tc.python.multiarch_pyconfig = "#define X 2\n";
+  EXPECT_NE(find(*plan_build(request({config::Backend::cpu})), "generated")->key, key);
 }
 
 TEST_F(PlanFixture, EveryUnitSeesTheKernelsCsrcFirstAsWithKernelBuilder) {

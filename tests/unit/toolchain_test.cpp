@@ -50,11 +50,8 @@ TEST(Toolchain, MissingTorchIsAToolchainErrorWithAHint) {
   fakes::MemFileSystem fs;
   fakes::FakeLauncher launcher;
   fs.put("/py/include/Python.h", "");
-  launcher.answers["python3 -c " + std::string(R"(import importlib.util, json, sys, sysconfig
-spec = importlib.util.find_spec("torch")
-loc = list(spec.submodule_search_locations) if spec and spec.submodule_search_locations else []
-print(json.dumps({"version": "%d.%d" % sys.version_info[:2], "include": sysconfig.get_paths()["include"], "torch": loc[0] if loc else None}))
-)")] = {0, R"({"version": "3.11", "include": "/py/include", "torch": null})", ""};
+  launcher.answers["python3 -c " + std::string(python_probe_script())] = {
+      0, R"({"version": "3.11", "include": "/py/include", "torch": null})", ""};
   PythonHeaders headers;
   auto torch = probe_torch_from_python(launcher, fs, "python3", headers);
   ASSERT_FALSE(torch);
@@ -62,6 +59,35 @@ print(json.dumps({"version": "%d.%d" % sys.version_info[:2], "include": sysconfi
   EXPECT_EQ(torch.error().message, "torch is not installed for \"python3\"");
   EXPECT_NE(torch.error().hint.find("--python"), std::string::npos);
   EXPECT_EQ(headers.version, "3.11");
+}
+
+TEST(Toolchain, ADebianPythonsMultiarchPyconfigIsCarriedWithItsHeaders) {
+  fakes::MemFileSystem fs;
+  fakes::FakeLauncher launcher;
+  fs.put("/usr/include/python3.12/Python.h", "");
+  fs.put("/usr/include/python3.12/pyconfig.h", "#  include <x86_64-linux-gnu/python3.12/pyconfig.h>\n");
+  fs.put("/usr/include/x86_64-linux-gnu/python3.12/pyconfig.h", "#define HAVE_X 1\n");
+  const std::string probe = "python3 -c " + std::string(python_probe_script());
+  launcher.answers[probe] = {
+      0, R"({"version": "3.12", "include": "/usr/include/python3.12", "torch": null, "multiarch": "x86_64-linux-gnu"})",
+      ""};
+  std::optional<std::filesystem::path> torch_root;
+  auto headers = probe_python(launcher, fs, "python3", torch_root);
+  ASSERT_TRUE(headers) << headers.error().message;
+  EXPECT_EQ(headers->multiarch_header, "x86_64-linux-gnu/python3.12/pyconfig.h");
+  EXPECT_EQ(headers->multiarch_pyconfig, "#define HAVE_X 1\n");
+  // A self-contained pyconfig.h (pyenv, python.org builds) needs nothing more...
+  fs.put("/usr/include/python3.12/pyconfig.h", "#define HAVE_X 1\n");
+  headers = probe_python(launcher, fs, "python3", torch_root);
+  ASSERT_TRUE(headers);
+  EXPECT_EQ(headers->multiarch_header, "");
+  // ...and a redirect to a header that is not there is an error that names it.
+  fs.put("/usr/include/python3.12/pyconfig.h", "#  include <x86_64-linux-gnu/python3.12/pyconfig.h>\n");
+  ASSERT_TRUE(fs.remove_all("/usr/include/x86_64-linux-gnu/python3.12/pyconfig.h"));
+  headers = probe_python(launcher, fs, "python3", torch_root);
+  ASSERT_FALSE(headers);
+  EXPECT_NE(headers.error().message.find("/usr/include/x86_64-linux-gnu/python3.12/pyconfig.h"), std::string::npos);
+  EXPECT_NE(headers.error().hint.find("python3-dev"), std::string::npos);
 }
 
 TEST(Toolchain, IdentifiesACudaToolkit) {

@@ -19,6 +19,7 @@
 #include "kbuild/server/listener.hpp"
 #include "kbuild/server/metadata_db.hpp"
 #include "kbuild/toolchain/archive.hpp"
+#include "kbuild/toolchain/deb_archive.hpp"
 #include "kbuild/util/build_info.hpp"
 #include "kbuild/util/cache_layout.hpp"
 #include "kbuild/util/interrupt.hpp"
@@ -44,6 +45,7 @@ std::string version_text() {
   libraries.emplace_back("toml++", config::toml_library_version());
   libraries.emplace_back("libcurl", hub::curl_library_version());
   libraries.emplace_back("libzip", toolchain::zip_library_version());
+  libraries.emplace_back("libarchive", toolchain::archive_library_version());
   libraries.emplace_back("SQLite", server::db::sqlite_library_version());
   libraries.emplace_back("cpp-httplib", server::httplib_library_version());
   text += "libraries:";

@@ -4,21 +4,65 @@
 
 #include <cstdio>
 #include <cstring>
-#include <mutex>
 
 #include "kbuild/util/build_info.hpp"
 #include "kbuild/util/interrupt.hpp"
+#include "kbuild/util/lazy_libraries.hpp"
+#include "kbuild/util/shared_library.hpp"
 
 namespace kbuild::hub {
 
+namespace {
+
+// libcurl's functions, from the library loaded on first use (util/shared_library.hpp).
+struct CurlApi {
+  decltype(&curl_global_init) global_init;
+  decltype(&curl_version_info) version_info;
+  decltype(&curl_easy_init) easy_init;
+  decltype(&curl_easy_cleanup) easy_cleanup;
+  decltype(&curl_easy_reset) easy_reset;
+  decltype(&curl_easy_setopt) easy_setopt;
+  decltype(&curl_easy_getinfo) easy_getinfo;
+  decltype(&curl_easy_perform) easy_perform;
+  decltype(&curl_easy_strerror) easy_strerror;
+  decltype(&curl_slist_append) slist_append;
+  decltype(&curl_slist_free_all) slist_free_all;
+};
+
+Result<void> bind_curl(const util::SharedLibrary& library, CurlApi& functions) {
+  KB_TRY(library.bind(functions.global_init, "curl_global_init"));
+  KB_TRY(library.bind(functions.version_info, "curl_version_info"));
+  KB_TRY(library.bind(functions.easy_init, "curl_easy_init"));
+  KB_TRY(library.bind(functions.easy_cleanup, "curl_easy_cleanup"));
+  KB_TRY(library.bind(functions.easy_reset, "curl_easy_reset"));
+  KB_TRY(library.bind(functions.easy_setopt, "curl_easy_setopt"));
+  KB_TRY(library.bind(functions.easy_getinfo, "curl_easy_getinfo"));
+  KB_TRY(library.bind(functions.easy_perform, "curl_easy_perform"));
+  KB_TRY(library.bind(functions.easy_strerror, "curl_easy_strerror"));
+  KB_TRY(library.bind(functions.slist_append, "curl_slist_append"));
+  KB_TRY(library.bind(functions.slist_free_all, "curl_slist_free_all"));
+  functions.global_init(CURL_GLOBAL_DEFAULT);
+  return {};
+}
+
+// Loaded and globally initialised once per process, on first use.
+const Result<CurlApi>& curl_api() {
+  return util::load_once<CurlApi>(util::k_libcurl_soname,
+                                  "kbuild needs libcurl for the network (Debian: apt install libcurl4)", bind_curl);
+}
+
+// Only called where curl_api() succeeded: CurlTransport has no handle otherwise.
+const CurlApi& api() { return *curl_api(); }
+
+}  // namespace
+
 std::string curl_library_version() {
-  const curl_version_info_data* info = curl_version_info(CURLVERSION_NOW);
+  if (!curl_api()) return util::not_loaded(curl_api().error());
+  const curl_version_info_data* info = api().version_info(CURLVERSION_NOW);
   return std::string(info->version) + (info->ssl_version ? std::string(" (") + info->ssl_version + ")" : "");
 }
 
 namespace {
-
-std::once_flag g_curl_init;
 
 // The body of an upload: a byte range of a file, or a string. Rewindable (curl seeks back to
 // resend a body when a reused connection turns out to be dead).
@@ -108,7 +152,7 @@ size_t write_body(char* data, size_t size, size_t count, void* user) {
   if (!sink->decided) {
     sink->decided = true;
     long status = 0;
-    curl_easy_getinfo(sink->curl, CURLINFO_RESPONSE_CODE, &status);
+    api().easy_getinfo(sink->curl, CURLINFO_RESPONSE_CODE, &status);
     if (sink->file_path && status >= 200 && status < 300) {
       sink->file = std::fopen(sink->file_path->c_str(), "wb");
       if (!sink->file) {
@@ -160,24 +204,24 @@ int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t upload_total, cur
 
 // Options every request gets: URL, timeouts, user agent, where the answer goes.
 void configure(CURL* curl, const net::HttpRequest& request, net::HttpResponse& response, ResponseSink& sink) {
-  curl_easy_setopt(curl, CURLOPT_URL, request.url.c_str());
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 30L);
-  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
-  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, 60L);
+  api().easy_setopt(curl, CURLOPT_URL, request.url.c_str());
+  api().easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  api().easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 30L);
+  api().easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  api().easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, 60L);
   if (request.timeout_seconds > 0)
-    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(request.timeout_seconds * 1000));
+    api().easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(request.timeout_seconds * 1000));
   const std::string agent = std::string("kbuild/") + util::k_kbuild_version;
-  curl_easy_setopt(curl, CURLOPT_USERAGENT, agent.c_str());
+  api().easy_setopt(curl, CURLOPT_USERAGENT, agent.c_str());
   sink.curl = curl;
   sink.memory = &response.body;
   if (request.response_file) sink.file_path = &*request.response_file;
   sink.max_bytes = request.max_response_bytes;
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, write_body);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &sink);
-  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, write_header);
-  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &response.headers);
-  curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, "");  // whatever the server compresses, decoded
+  api().easy_setopt(curl, CURLOPT_WRITEFUNCTION, write_body);
+  api().easy_setopt(curl, CURLOPT_WRITEDATA, &sink);
+  api().easy_setopt(curl, CURLOPT_HEADERFUNCTION, write_header);
+  api().easy_setopt(curl, CURLOPT_HEADERDATA, &response.headers);
+  api().easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, "");  // whatever the server compresses, decoded
 }
 
 }  // namespace
@@ -187,18 +231,22 @@ struct CurlTransport::Impl {
 };
 
 CurlTransport::CurlTransport() : m_impl(std::make_unique<Impl>()) {
-  std::call_once(g_curl_init, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-  m_impl->handle = curl_easy_init();
+  if (curl_api()) m_impl->handle = api().easy_init();
 }
 
 CurlTransport::~CurlTransport() {
-  if (m_impl->handle) curl_easy_cleanup(m_impl->handle);
+  if (m_impl->handle) api().easy_cleanup(m_impl->handle);
 }
 
 std::expected<net::HttpResponse, net::TransportError> CurlTransport::send(const net::HttpRequest& request) {
   CURL* curl = m_impl->handle;
-  if (!curl) return std::unexpected(net::TransportError{"libcurl could not be initialised", false});
-  curl_easy_reset(curl);
+  if (!curl) {
+    if (!curl_api())
+      return std::unexpected(
+          net::TransportError{curl_api().error().message + " (" + curl_api().error().hint + ")", false});
+    return std::unexpected(net::TransportError{"libcurl could not be initialised", false});
+  }
+  api().easy_reset(curl);
   net::HttpResponse response;
   ResponseSink sink;
   configure(curl, request, response, sink);
@@ -207,31 +255,31 @@ std::expected<net::HttpResponse, net::TransportError> CurlTransport::send(const 
   if (!open_body(request, source))
     return std::unexpected(net::TransportError{"cannot read " + request.body_file->string(), false});
   if (request.method == "HEAD") {
-    curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
+    api().easy_setopt(curl, CURLOPT_NOBODY, 1L);
   } else if (has_body) {
-    curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
-    curl_easy_setopt(curl, CURLOPT_READFUNCTION, read_body);
-    curl_easy_setopt(curl, CURLOPT_READDATA, &source);
-    curl_easy_setopt(curl, CURLOPT_SEEKFUNCTION, seek_body);
-    curl_easy_setopt(curl, CURLOPT_SEEKDATA, &source);
-    curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(source.length));
-    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+    api().easy_setopt(curl, CURLOPT_UPLOAD, 1L);
+    api().easy_setopt(curl, CURLOPT_READFUNCTION, read_body);
+    api().easy_setopt(curl, CURLOPT_READDATA, &source);
+    api().easy_setopt(curl, CURLOPT_SEEKFUNCTION, seek_body);
+    api().easy_setopt(curl, CURLOPT_SEEKDATA, &source);
+    api().easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(source.length));
+    api().easy_setopt(curl, CURLOPT_CUSTOMREQUEST, request.method.c_str());
   } else if (request.method != "GET") {
-    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+    api().easy_setopt(curl, CURLOPT_CUSTOMREQUEST, request.method.c_str());
   }
-  curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
-  curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
-  curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &request);
+  api().easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+  api().easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+  api().easy_setopt(curl, CURLOPT_XFERINFODATA, &request);
   curl_slist* headers = nullptr;
-  headers = curl_slist_append(headers, "Expect:");  // no 100-continue round trip
+  headers = api().slist_append(headers, "Expect:");  // no 100-continue round trip
   for (const auto& [name, value] : request.headers.all())
-    headers = curl_slist_append(headers, (name + ": " + value).c_str());
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+    headers = api().slist_append(headers, (name + ": " + value).c_str());
+  api().easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
 
-  CURLcode code = curl_easy_perform(curl);
+  CURLcode code = api().easy_perform(curl);
   long status = 0;
-  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
-  curl_slist_free_all(headers);
+  api().easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+  api().slist_free_all(headers);
   bool write_failed = sink.failed || (sink.file && std::fclose(sink.file) != 0);
   if (write_failed)
     return std::unexpected(net::TransportError{"cannot write " + request.response_file->string(), false});
@@ -247,7 +295,7 @@ std::expected<net::HttpResponse, net::TransportError> CurlTransport::send(const 
   }
   if (code != CURLE_OK)
     return std::unexpected(net::TransportError{
-        curl_easy_strerror(code), code == CURLE_OPERATION_TIMEDOUT,
+        api().easy_strerror(code), code == CURLE_OPERATION_TIMEDOUT,
         code == CURLE_COULDNT_CONNECT || code == CURLE_COULDNT_RESOLVE_HOST || code == CURLE_COULDNT_RESOLVE_PROXY});
   response.status = static_cast<int>(status);
   response.file_bytes = sink.file_bytes;

@@ -64,6 +64,8 @@ VariantFlags variant_flags(const PlanRequest& request, const Variant& variant, c
   if (variant.traits().torch_target_version) flags.defines.push_back(torch_target_version_define(variant.torch));
   for (const auto& dir : tc.torch.include_dirs()) flags.system_includes.push_back(dir.string());
   flags.system_includes.push_back(tc.python.include_dir.string());
+  if (!tc.python.multiarch_header.empty())
+    flags.system_includes.push_back(python_multiarch_dir(request.work_dir).string());
   if (variant.backend == config::Backend::cuda && tc.cuda)
     flags.system_includes.push_back(tc.cuda->include_dir.string());
   // Source paths are recorded relative to the kernel, toolchain paths under fixed names, so that
@@ -77,6 +79,10 @@ VariantFlags variant_flags(const PlanRequest& request, const Variant& variant, c
   // A pinned toolchain's headers are recorded where the system's would be.
   if (tc.cxx.pinned()) flags.prefix_maps.push_back("-ffile-prefix-map=" + tc.cxx.sysroot.string() + "/=/");
   return flags;
+}
+
+std::filesystem::path python_multiarch_dir(const std::filesystem::path& work_dir) {
+  return work_dir / "generated" / "python-multiarch";
 }
 
 layout::ToolchainRecord toolchain_record(const toolchain::Toolchain& tc, const Variant& variant, bool tvm_ffi) {

@@ -23,6 +23,10 @@ struct VariantFlags {
 VariantFlags variant_flags(const PlanRequest& request, const Variant& variant, const toolchain::Toolchain& tc,
                            const std::string& ops);
 
+/// Where a build writes the multiarch pyconfig.h of a Debian-style Python (toolchain::PythonHeaders),
+/// given to every compile with -isystem: `<work>/generated/python-multiarch/<multiarch>/pythonX.Y/`.
+std::filesystem::path python_multiarch_dir(const std::filesystem::path& work_dir);
+
 /// What metadata.json records of the toolchain that built a variant (layout::ToolchainRecord): only
 /// what took part (no CUDA for a CPU variant, even where the probe found one; no Torch for tvm-ffi).
 layout::ToolchainRecord toolchain_record(const toolchain::Toolchain& tc, const Variant& variant, bool tvm_ffi);

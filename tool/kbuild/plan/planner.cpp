@@ -10,6 +10,7 @@
 #include "kbuild/layout/templates.hpp"
 #include "kbuild/plan/compile_flags.hpp"
 #include "kbuild/plan/cuda_archs.hpp"
+#include "kbuild/plan/generated_files.hpp"
 #include "kbuild/toolchain/provision.hpp"
 #include "kbuild/util/hash.hpp"
 #include "kbuild/util/strings.hpp"
@@ -290,7 +291,7 @@ class CompiledVariantPlanner {
     job.outputs = {object};
     job.temp_output = temp;
     job.depfile = depfile;
-    if (unit.binding) job.deps.push_back(m_generate_job);
+    if (unit.binding || !m_tc.python.multiarch_header.empty()) job.deps.push_back(m_generate_job);
     job.volatile_define = Job::VolatileDefine{tvm_ffi() ? "TVM_FFI_EXTENSION_NAME" : "TORCH_EXTENSION_NAME",
                                               m_ops,
                                               {m_request.kernel_dir, m_request.work_dir}};
@@ -457,17 +458,7 @@ Result<JobGraph> plan_build(const PlanRequest& request) {
                                   [](const VariantBuild& b) { return b.variant.compiled(); });
   size_t generate_job = 0;
   if (any_compiled) {
-    KB_TRY_ASSIGN(std::string registration, layout::render_template("torch/registration.h", {}));
-    KB_TRY_ASSIGN(std::string compat, layout::render_template("torch/glibc_compat.cpp", {}));
-    fs::path header = request.work_dir / "generated" / "registration.h";
-    fs::path compat_source = request.work_dir / "generated" / "glibc_compat.cpp";
-    Job job;
-    job.id = "generated";
-    job.description = "GEN registration.h glibc_compat.cpp";
-    job.kind = JobKind::generate;
-    job.outputs = {header, compat_source};
-    job.key = hash_key({"generate-v2", registration, compat});
-    job.action = WriteFiles{{{header, registration}, {compat_source, compat}}};
+    KB_TRY_ASSIGN(Job job, generated_files_job(request));
     generate_job = graph.add(std::move(job));
   }
   for (const auto& build : request.variants) {

@@ -168,10 +168,14 @@ Result<void> Provisioner::prove_host_compiler(const HostCompiler& compiler) {
     return m_launcher.run(argv, options);
   };
   const std::string root = compiler.sysroot.string() + "/";
+  // gcc names its programs by its own resolved location: a cache reached through a symbolic link
+  // (a shared toolchains/ directory) gives paths under the link's target.
+  auto resolved = m_fs.real_path(compiler.sysroot);
+  const std::string real_root = (resolved ? resolved->string() : compiler.sysroot.string()) + "/";
   for (const std::string program : {"as", "ld"}) {
     auto where = run({"-print-prog-name=" + program});
     std::string path = where ? std::string(util::trim(where->out)) : "";
-    if (!where || where->exit_code != 0 || !path.starts_with(root))
+    if (!where || where->exit_code != 0 || !(path.starts_with(root) || path.starts_with(real_root)))
       return fail(toolchain_error(
           "the pinned host toolchain would run " + (path.empty() ? program : path) + " from outside " + root,
           "delete " + compiler.sysroot.parent_path().string() + " and build again"));

@@ -16,14 +16,35 @@ namespace {
 constexpr const char* k_python_probe = R"(import importlib.util, json, sys, sysconfig
 spec = importlib.util.find_spec("torch")
 loc = list(spec.submodule_search_locations) if spec and spec.submodule_search_locations else []
-print(json.dumps({"version": "%d.%d" % sys.version_info[:2], "include": sysconfig.get_paths()["include"], "torch": loc[0] if loc else None}))
+print(json.dumps({"version": "%d.%d" % sys.version_info[:2], "include": sysconfig.get_paths()["include"], "torch": loc[0] if loc else None,
+                  "multiarch": sysconfig.get_config_var("MULTIARCH") or ""}))
 )";
 
 Error toolchain_error(std::string message, std::string hint) {
   return Error{ExitCode::toolchain, std::move(message), std::move(hint)};
 }
 
+// See PythonHeaders::multiarch_header. The redirect is followed only where pyconfig.h names it.
+Result<void> read_multiarch_pyconfig(const util::FileSystem& fs, const std::string& multiarch, PythonHeaders& headers) {
+  if (multiarch.empty() || multiarch.find('/') != std::string::npos || multiarch.starts_with(".")) return {};
+  std::string relative = multiarch + "/python" + headers.version + "/pyconfig.h";
+  auto redirect = fs.read_file(headers.include_dir / "pyconfig.h");
+  if (!redirect || redirect->find("<" + relative + ">") == std::string::npos) return {};
+  std::filesystem::path target = headers.include_dir.parent_path() / relative;
+  auto text = fs.read_file(target);
+  if (!text)
+    return fail(toolchain_error((headers.include_dir / "pyconfig.h").string() + " includes <" + relative +
+                                    ">, which is not at " + target.string(),
+                                "install the Python development headers of this architecture (e.g. apt install "
+                                "python3-dev)"));
+  headers.multiarch_header = relative;
+  headers.multiarch_pyconfig = std::move(*text);
+  return {};
+}
+
 }  // namespace
+
+const char* python_probe_script() { return k_python_probe; }
 
 bool parse_torch_version_py(const std::string& text, TorchInstall& out) {
   static const std::regex k_version(R"(__version__\s*=\s*'([^']+)')");
@@ -90,6 +111,7 @@ Result<PythonHeaders> probe_python(util::ProcessLauncher& launcher, const util::
   if (!fs.stat(headers.include_dir / "Python.h").is_file)
     return fail(toolchain_error("Python.h not found in " + headers.include_dir.string(),
                                 "install the Python development headers (e.g. apt install python3-dev)"));
+  KB_TRY(read_multiarch_pyconfig(fs, info.value("multiarch", ""), headers));
   torch_root.reset();
   if (!info["torch"].is_null()) torch_root = info["torch"].get<std::string>();
   return headers;
@@ -181,6 +203,10 @@ json to_json(const Toolchain& t) {
                  {"include", t.cuda->include_dir},   {"lib", t.cuda->lib_dir}, {"origin", t.cuda->origin}};
   j["cxx"] = {{"path", t.cxx.cxx}, {"version", t.cxx.version}, {"machine", t.cxx.machine}};
   j["python"] = {{"include", t.python.include_dir}, {"version", t.python.version}};
+  if (!t.python.multiarch_header.empty()) {
+    j["python"]["multiarch-header"] = t.python.multiarch_header;
+    j["python"]["multiarch-pyconfig"] = t.python.multiarch_pyconfig;
+  }
   return j;
 }
 
@@ -214,6 +240,8 @@ std::optional<Toolchain> from_json(const json& j) {
     t.cxx.machine = j.at("cxx").at("machine");
     t.python.include_dir = j.at("python").at("include").get<std::string>();
     t.python.version = j.at("python").at("version");
+    t.python.multiarch_header = j.at("python").value("multiarch-header", "");
+    t.python.multiarch_pyconfig = j.at("python").value("multiarch-pyconfig", "");
     return t;
   } catch (const std::exception&) {
     return std::nullopt;
@@ -223,6 +251,8 @@ std::optional<Toolchain> from_json(const json& j) {
 // Files whose change invalidates a memoised probe.
 std::vector<std::filesystem::path> consulted_files(const Toolchain& t) {
   std::vector<std::filesystem::path> files = {t.python.include_dir / "patchlevel.h"};
+  if (!t.python.multiarch_header.empty())
+    files.push_back(t.python.include_dir.parent_path() / t.python.multiarch_header);
   if (!t.cxx.cxx.empty()) files.push_back(t.cxx.cxx);
   if (!t.torch.root.empty()) {
     files.push_back(t.torch.root / "version.py");
@@ -234,7 +264,7 @@ std::vector<std::filesystem::path> consulted_files(const Toolchain& t) {
 
 std::string memo_key(const util::ProcessLauncher& launcher, const ProbeOptions& options) {
   util::Hasher hasher;
-  hasher.field("probe-v3").field(options.python).field(options.cuda_home.value_or("")).field(options.cxx);
+  hasher.field("probe-v4").field(options.python).field(options.cuda_home.value_or("")).field(options.cxx);
   hasher.field(options.need_torch ? "torch" : "no-torch").field(options.need_cxx ? "cxx" : "no-cxx");
   // Which programs PATH resolves to is part of the key: switching environments re-probes.
   for (const auto& program : {options.python, std::string("nvcc"), options.need_cxx ? options.cxx : "-"}) {

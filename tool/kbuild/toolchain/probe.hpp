@@ -28,6 +28,9 @@ struct ProbeOptions {
   std::filesystem::path memo_file;
 };
 
+/// The Python program probe_python runs with `-c` (one JSON line: version, include, torch, multiarch).
+const char* python_probe_script();
+
 /// Finds the interpreter's include directory (Python.h) and version; `torch_root` gets the
 /// directory of its torch package, if installed.
 Result<PythonHeaders> probe_python(util::ProcessLauncher& launcher, const util::FileSystem& fs,

@@ -89,6 +89,12 @@ struct HostCompiler {
 struct PythonHeaders {
   fs::path include_dir;
   std::string version;  ///< "3.11"
+  /// Debian's and Ubuntu's Pythons keep pyconfig.h apart: include_dir/pyconfig.h includes
+  /// <x86_64-linux-gnu/python3.12/pyconfig.h>, found under /usr/include, which a pinned host
+  /// toolchain's --sysroot does not search. Then multiarch_header is that relative path and
+  /// multiarch_pyconfig its text, which a build writes under its own tree (plan::python_multiarch_dir).
+  std::string multiarch_header;
+  std::string multiarch_pyconfig;
 };
 
 struct Toolchain {

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <memory>
 
 #include "kbuild/util/interrupt.hpp"
 #include "kbuild/util/system.hpp"
@@ -64,7 +65,6 @@ Result<void> RealFileSystem::set_mode(const fs::path& path, unsigned mode) {
 
 Result<std::string> RealFileSystem::read_file(const fs::path& path) const {
   std::string content;
-  if (auto st = stat(path); st.is_file) content.reserve(static_cast<size_t>(st.size));
   KB_TRY(read_chunks(path, [&](std::string_view chunk) { content.append(chunk); }));
   return content;
 }
@@ -310,9 +310,12 @@ Result<void> RealFileSystem::read_chunks(const fs::path& path,
     return io_fail("cannot read " + path.string() + ": not a regular file", EINVAL);
   }
   (void)::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-  std::string buffer(1 << 20, '\0');
+  // Sized to the file (one read and the one that sees its end), up to 1 MiB: a no-op build reads
+  // hundreds of small files, and a zero-filled 1 MiB buffer each was a tenth of its time.
+  const size_t size = std::clamp<size_t>(static_cast<size_t>(st.st_size) + 1, 4096, size_t{1} << 20);
+  auto buffer = std::make_unique_for_overwrite<char[]>(size);
   for (;;) {
-    ssize_t n = ::read(fd, buffer.data(), buffer.size());
+    ssize_t n = ::read(fd, buffer.get(), size);
     if (n < 0) {
       if (errno == EINTR) continue;
       int saved = errno;
@@ -320,7 +323,7 @@ Result<void> RealFileSystem::read_chunks(const fs::path& path,
       return io_fail("cannot read " + path.string() + ": " + std::strerror(saved), saved);
     }
     if (n == 0) break;
-    consume(std::string_view(buffer.data(), static_cast<size_t>(n)));
+    consume(std::string_view(buffer.get(), static_cast<size_t>(n)));
   }
   ::close(fd);
   return {};
