@@ -6,6 +6,7 @@
 # The libraries kbuild loads on first use (KBUILD_LAZY_LIBRARIES: a file with one path per line,
 # tool/lazy_libraries.txt) are bundled too, with everything they load: dlopen searches the
 # executable's RUNPATH. Needs ldd and patchelf (scripts/bootstrap installs patchelf).
+cmake_policy(SET CMP0057 NEW)  # if(IN_LIST) in script mode
 find_program(PATCHELF patchelf REQUIRED)
 file(STRINGS "${KBUILD_LAZY_LIBRARIES}" lazy_libraries)
 file(MAKE_DIRECTORY "${KBUILD_LIBS}")
