@@ -95,6 +95,11 @@ la_ssize_t read_member(archive*, void* context, const void** block) {
   return libarchive().read_data(stream->outer, stream->buffer.data(), stream->buffer.size());
 }
 
+std::string pathname_of(archive_entry* header) {
+  const char* name = libarchive().entry_pathname(header);
+  return name ? name : "";
+}
+
 std::string error_of(archive* a) {
   const char* message = libarchive().error_string(a);
   return message ? message : "unknown libarchive error";
@@ -149,7 +154,7 @@ struct Unpacker {
   }
 
   Result<void> entry(archive* data, archive_entry* header) {
-    std::string name = libarchive().entry_pathname(header) ? libarchive().entry_pathname(header) : "";
+    std::string name = pathname_of(header);
     if (name.starts_with("./")) name.erase(0, 2);
     while (name.ends_with("/")) name.pop_back();
     if (name.empty() || name == ".") return {};
@@ -234,7 +239,7 @@ Result<UnpackedDeb> extract_deb(util::FileSystem& fs, const fs::path& deb, const
     int rc = libarchive().read_next_header(outer.get(), &header);
     if (rc == ARCHIVE_EOF) break;
     if (rc != ARCHIVE_OK) return fail("cannot read " + deb.string() + ": " + error_of(outer.get()));
-    std::string member = libarchive().entry_pathname(header) ? libarchive().entry_pathname(header) : "";
+    std::string member = pathname_of(header);
     if (!member.starts_with("data.tar")) continue;
     KB_TRY(unpacker.data_member(outer.get()));
     return std::move(unpacker.result);
