@@ -222,7 +222,7 @@ TEST(BuildIdentity, ExplicitElseADigestOfTheBuildInputs) {
   // In git, the commit and dirty flag are provenance; the id stays the digest of the inputs.
   launcher.programs["git"] = "/usr/bin/git";
   launcher.answers
-      ["git -C /k status --porcelain=v2 --branch --untracked-files=no --ignore-submodules=all -- . "
+      ["git --no-optional-locks -C /k status --porcelain=v2 --branch --untracked-files=no --ignore-submodules=all -- . "
        ":(exclude)build"] = {
       0, "# branch.oid " + std::string(40, 'c') + "\n# branch.head main\n1 .M N... 100644 100644 100644 a b x\n", ""};
   auto git = usecase::build_identity(fs, launcher, "/k", config, std::nullopt);

@@ -23,6 +23,21 @@ TEST(Hash, Sha256KnownAnswers) {
   EXPECT_EQ(sha256_hex("hello world"), "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9");
 }
 
+// FIPS 180 / RFC 1321 vectors for every algorithm, including a message spanning several blocks fed in
+// uneven pieces (the streaming path of file hashing).
+TEST(Hash, EveryAlgorithmKnownAnswers) {
+  EXPECT_EQ(sha1_hex("abc"), "a9993e364706816aba3e25717850c26c9cd0d89d");
+  EXPECT_EQ(md5_hex("abc"), "900150983cd24fb0d6963f7d28e17f72");
+  EXPECT_EQ(Hasher(Hasher::Algorithm::sha512).update("abc").finish_hex(),
+            "ddaf35a193617abacc417349ae20413112e6fa4e89a97ea20a9eeee64b55d39a"
+            "2192992a274fc1a836ba3c23a3feebbd454d4423643ce80e2a9ac94fa54ca49f");
+  const std::string million(1000000, 'a');
+  Hasher pieces;
+  for (size_t at = 0; at < million.size(); at += 4099) pieces.update(std::string_view(million).substr(at, 4099));
+  EXPECT_EQ(pieces.finish_hex(), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+  EXPECT_EQ(Hasher(Hasher::Algorithm::sha256).finish_raw().size(), 32u);
+}
+
 TEST(Hash, DigestValueIsBase64OfRawSha256) {
   // The example of the metadata.json digest spec: a file containing "hello world".
   EXPECT_EQ(base64_encode(Hasher().update("hello world").finish_raw()), "uU0nuZNNPgilLlLX2n2r+sSE7+N6U4DukIj3rOLvzek=");

@@ -218,9 +218,9 @@ ParseOutcome parse_build_toml(std::string_view text, const std::string& file_nam
 }
 
 namespace {
-// Whether `path`, symbolic links resolved, is inside `root` (also resolved).
-bool inside(const util::FileSystem& fs, const std::filesystem::path& root, const std::filesystem::path& path) {
-  auto real_root = fs.real_path(root);
+// Whether `path`, symbolic links resolved, is inside `real_root` (the kernel directory, resolved once).
+bool inside(const util::FileSystem& fs, const std::optional<std::filesystem::path>& real_root,
+            const std::filesystem::path& path) {
   auto real = fs.real_path(path);
   if (!real_root || !real) return false;
   auto [r, p] = std::mismatch(real_root->begin(), real_root->end(), real->begin(), real->end());
@@ -233,6 +233,8 @@ std::vector<Diagnostic> check_project_files(const ParseOutcome& outcome, const u
   std::vector<Diagnostic> diagnostics;
   if (!outcome.partial) return diagnostics;
   const KernelConfig& config = *outcome.partial;
+  std::optional<std::filesystem::path> real_root;
+  if (auto resolved = fs.real_path(root)) real_root = *resolved;
   for (const auto& [key, location] : outcome.path_locations) {
     // key is "<table>.<field>[i]"; look the value up again from the config.
     const std::vector<std::string>* list = nullptr;
@@ -252,7 +254,7 @@ std::vector<Diagnostic> check_project_files(const ParseOutcome& outcome, const u
     const std::string& rel = (*list)[index];  // already normalised by the parser
     std::filesystem::path path(rel);
     util::FileStat st = fs.stat(root / path);
-    if (st.exists && !inside(fs, root, root / path)) {
+    if (st.exists && !inside(fs, real_root, root / path)) {
       diagnostics.push_back({Severity::error, location,
                              "\"" + rel + "\" leads outside the kernel directory (through a symbolic link)",
                              "copy the file into the kernel directory; builds only read what the kernel holds"});

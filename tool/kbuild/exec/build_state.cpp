@@ -103,7 +103,7 @@ BuildState BuildState::load(const util::FileSystem& fs, const std::filesystem::p
 }
 
 Result<void> BuildState::save(util::FileSystem& fs, const std::filesystem::path& file) const {
-  return fs.write_file_atomic(file, serialize());
+  return fs.write_file_if_changed(file, serialize());
 }
 
 const JobRecord* BuildState::find(const std::string& job_id) const {

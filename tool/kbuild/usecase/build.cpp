@@ -429,8 +429,8 @@ Result<BuildOutcome> build(const BuildRequest& request, Services& services) {
   KB_TRY_ASSIGN(auto in_use,
                 cache::hold_cache_in_use(services.fs, util::CacheLayout::from_environment(services.env).root));
   if (!read_only) {
-    (void)services.fs.write_file_atomic(work_dir / ".gitignore", "# kbuild intermediates, never shipped\n*\n");
-    (void)services.fs.write_file_atomic(work_dir / "ops-check.stamp", ops_check_stamp + "\n");
+    (void)services.fs.write_file_if_changed(work_dir / ".gitignore", "# kbuild intermediates, never shipped\n*\n");
+    (void)services.fs.write_file_if_changed(work_dir / "ops-check.stamp", ops_check_stamp + "\n");
   }
   timer.mark("lock");
   KB_TRY_ASSIGN(Selection selection, select_variants(request, services, config, work_dir));
@@ -444,8 +444,8 @@ Result<BuildOutcome> build(const BuildRequest& request, Services& services) {
                 plan_request_for(request, services, config, selection, work_dir, archs_reason));
   KB_TRY_ASSIGN(plan::JobGraph graph, plan::plan_build(plan_request));
   if (!read_only) {
-    (void)services.fs.write_file_atomic(work_dir / "toolchains-used.json", toolchains_record(selection.variants));
-    (void)services.fs.write_file_atomic(work_dir / "compile_commands.json", compile_commands(graph, kernel_dir));
+    (void)services.fs.write_file_if_changed(work_dir / "toolchains-used.json", toolchains_record(selection.variants));
+    (void)services.fs.write_file_if_changed(work_dir / "compile_commands.json", compile_commands(graph, kernel_dir));
   }
 
   timer.mark("plan");

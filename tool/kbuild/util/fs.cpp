@@ -123,7 +123,10 @@ class FdLock final : public FileLock {
   explicit FdLock(int fd) : m_fd(fd) {}
   ~FdLock() override { ::close(m_fd); }
   void set_owner(std::string_view text) override {
-    if (::ftruncate(m_fd, 0) == 0) (void)!::pwrite(m_fd, text.data(), text.size(), 0);
+    // Written in place, then cut to length: truncating to 0 first would free and reallocate the
+    // file's block on every build (on ext4 with discard, a synchronous trim).
+    if (::pwrite(m_fd, text.data(), text.size(), 0) == static_cast<ssize_t>(text.size()))
+      (void)!::ftruncate(m_fd, static_cast<off_t>(text.size()));
   }
 
  private:

@@ -63,6 +63,13 @@ class FileSystem {
   /// Writes `content` to a temporary sibling, then renames it over `path`: readers see the old or
   /// the new content, never a partial file. Creates missing parent directories.
   virtual Result<void> write_file_atomic(const fs::path& path, std::string_view content, bool executable = false) = 0;
+  /// write_file_atomic, except that a regular file which already holds `content` is left alone (no
+  /// rename, same inode and mtime): for the files every build rewrites, so that a no-op build writes
+  /// nothing (on ext4, a rename over a file forces the new file's data out to disk).
+  Result<void> write_file_if_changed(const fs::path& path, std::string_view content) {
+    if (auto current = read_file(path); current && *current == content) return {};
+    return write_file_atomic(path, content);
+  }
   /// Entries of a directory, sorted by name. Error if it is not a readable directory.
   virtual Result<std::vector<DirEntry>> list_dir(const fs::path& path) const = 0;
   virtual Result<void> make_dirs(const fs::path& path) = 0;

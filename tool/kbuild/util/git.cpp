@@ -24,8 +24,10 @@ std::optional<GitState> parse_git_status(const std::string& porcelain_v2) {
 std::optional<GitState> git_state(ProcessLauncher& launcher, const std::filesystem::path& dir) {
   if (!launcher.find("git")) return std::nullopt;
   // build/ is what kbuild writes: a committed build/ (as on the Hub) must not make every rebuild dirty.
-  auto status = launcher.run({"git", "-C", dir.string(), "status", "--porcelain=v2", "--branch", "--untracked-files=no",
-                              "--ignore-submodules=all", "--", ".", ":(exclude)build"});
+  // --no-optional-locks: status must not rewrite the index (and take .git/index.lock) while the
+  // user runs git in the same checkout.
+  auto status = launcher.run({"git", "--no-optional-locks", "-C", dir.string(), "status", "--porcelain=v2", "--branch",
+                              "--untracked-files=no", "--ignore-submodules=all", "--", ".", ":(exclude)build"});
   if (!status || status->exit_code != 0) return std::nullopt;
   return parse_git_status(status->out);
 }

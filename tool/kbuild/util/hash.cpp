@@ -1,35 +1,79 @@
 #include "kbuild/util/hash.hpp"
 
-#include <openssl/evp.h>
+// The one-shot digest functions (SHA256_Init...), deprecated in OpenSSL 3 in favour of EVP, are kept on
+// purpose: EVP's first digest fetches it from the default provider, which builds OpenSSL's name map of
+// every algorithm (about 1.3 ms of CPU here, in every kbuild process, a tenth of a no-op build), and each
+// later EVP_DigestInit looks the algorithm up again. These call the same assembly directly.
+#define OPENSSL_SUPPRESS_DEPRECATED
+#include <openssl/md5.h>
+#include <openssl/sha.h>
 
 #include <cstdio>
 #include <fstream>
+#include <variant>
 #include <vector>
 
 namespace kbuild::util {
 
 struct Hasher::Impl {
-  EVP_MD_CTX* ctx = nullptr;
+  std::variant<SHA256_CTX, SHA_CTX, SHA512_CTX, MD5_CTX> ctx;
 };
 
+namespace {
+void init(SHA256_CTX& c) { SHA256_Init(&c); }
+void init(SHA_CTX& c) { SHA1_Init(&c); }
+void init(SHA512_CTX& c) { SHA512_Init(&c); }
+void init(MD5_CTX& c) { MD5_Init(&c); }
+void feed(SHA256_CTX& c, const void* data, size_t size) { SHA256_Update(&c, data, size); }
+void feed(SHA_CTX& c, const void* data, size_t size) { SHA1_Update(&c, data, size); }
+void feed(SHA512_CTX& c, const void* data, size_t size) { SHA512_Update(&c, data, size); }
+void feed(MD5_CTX& c, const void* data, size_t size) { MD5_Update(&c, data, size); }
+template <typename Final>
+std::string digest_of(size_t size, Final final) {
+  std::string out(size, '\0');
+  final(reinterpret_cast<unsigned char*>(out.data()));
+  return out;
+}
+std::string finish(SHA256_CTX& c) {
+  return digest_of(SHA256_DIGEST_LENGTH, [&](unsigned char* out) { SHA256_Final(out, &c); });
+}
+std::string finish(SHA_CTX& c) {
+  return digest_of(SHA_DIGEST_LENGTH, [&](unsigned char* out) { SHA1_Final(out, &c); });
+}
+std::string finish(SHA512_CTX& c) {
+  return digest_of(SHA512_DIGEST_LENGTH, [&](unsigned char* out) { SHA512_Final(out, &c); });
+}
+std::string finish(MD5_CTX& c) {
+  return digest_of(MD5_DIGEST_LENGTH, [&](unsigned char* out) { MD5_Final(out, &c); });
+}
+}  // namespace
+
 Hasher::Hasher(Algorithm algorithm) : m_impl(std::make_unique<Impl>()) {
-  m_impl->ctx = EVP_MD_CTX_new();
-  const EVP_MD* md = algorithm == Algorithm::sha1     ? EVP_sha1()
-                     : algorithm == Algorithm::sha512 ? EVP_sha512()
-                     : algorithm == Algorithm::md5    ? EVP_md5()
-                                                      : EVP_sha256();
-  EVP_DigestInit_ex(m_impl->ctx, md, nullptr);
+  switch (algorithm) {
+    case Algorithm::sha1:
+      m_impl->ctx.emplace<SHA_CTX>();
+      break;
+    case Algorithm::sha512:
+      m_impl->ctx.emplace<SHA512_CTX>();
+      break;
+    case Algorithm::md5:
+      m_impl->ctx.emplace<MD5_CTX>();
+      break;
+    case Algorithm::sha256:
+      break;
+  }
+  std::visit([](auto& c) { init(c); }, m_impl->ctx);
 }
 
-Hasher::~Hasher() { EVP_MD_CTX_free(m_impl->ctx); }
+Hasher::~Hasher() = default;
 
 Hasher& Hasher::update(std::string_view bytes) {
-  EVP_DigestUpdate(m_impl->ctx, bytes.data(), bytes.size());
+  std::visit([&](auto& c) { feed(c, bytes.data(), bytes.size()); }, m_impl->ctx);
   return *this;
 }
 
 Hasher& Hasher::update(std::span<const std::uint8_t> bytes) {
-  EVP_DigestUpdate(m_impl->ctx, bytes.data(), bytes.size());
+  std::visit([&](auto& c) { feed(c, bytes.data(), bytes.size()); }, m_impl->ctx);
   return *this;
 }
 
@@ -43,10 +87,7 @@ Hasher& Hasher::field(std::string_view bytes) {
 }
 
 std::string Hasher::finish_raw() {
-  unsigned char out[EVP_MAX_MD_SIZE];
-  unsigned int size = 0;
-  EVP_DigestFinal_ex(m_impl->ctx, out, &size);
-  return std::string(reinterpret_cast<const char*>(out), size);
+  return std::visit([](auto& c) { return finish(c); }, m_impl->ctx);
 }
 
 std::string Hasher::finish_hex() { return to_hex(finish_raw()); }
