@@ -56,6 +56,7 @@ def test_a_failing_test_fails_its_variant_and_the_command(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.heavy  # installs Torch 2.15 into a test environment
 def test_another_torch_version_gets_an_environment_of_its_own(tmp_path):
     """The Torch 2.15 CPU variant of the matrix, tested with Torch 2.15 from PyPI in a test environment
     that kbuild creates once ($KBUILD_CACHE/test-envs, shared with the user's cache like the

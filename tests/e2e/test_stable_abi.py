@@ -105,6 +105,7 @@ def test_variants_lists_one_stable_abi_variant_built_with_the_newest_torch(tmp_p
 
 
 @pytest.mark.slow
+@pytest.mark.heavy  # installs Torch 2.15 into a test environment
 def test_a_stable_abi_variant_built_on_torch_2_15_loads_and_passes_under_torch_2_11_and_2_15(tmp_path):
     kernel = write_stable_kernel(tmp_path / "scale")
     run_kbuild("build", kernel, "--matrix", "--locked", "--python", PYTHON, timeout=1800)

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import PYTHON, ROOT
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.heavy]  # scikit-build compiles kbuild again (10 min here)
 
 # The test environment's Python builds the wheel (pip fetches scikit-build-core in its isolated build).
 BUILDER = os.environ.get("KBUILD_WHEEL_PYTHON", PYTHON)
