@@ -15,6 +15,15 @@ def test_init_project_builds_and_its_tests_pass(tmp_path):
     result = run_kbuild("init", "my-relu", cwd=tmp_path)
     project = tmp_path / "my-relu"
     assert "created" in result.stdout
+    # With the CI workflow comes kbuild.lock (the workflow builds --locked), staged, on branch main.
+    assert "kbuild.lock pins the toolchains" in result.stdout, result.stdout + result.stderr
+    lock = json.loads((project / "kbuild.lock").read_text())
+    assert {"gcc-12.2", "torch-2.15"} <= set(lock["toolchains"]), lock["toolchains"].keys()
+    staged = subprocess.run(["git", "-C", project, "diff", "--cached", "--name-only"], capture_output=True, text=True,
+                            check=True).stdout.split()
+    assert "kbuild.lock" in staged, staged
+    branch = subprocess.run(["git", "-C", project, "symbolic-ref", "HEAD"], capture_output=True, text=True, check=True)
+    assert branch.stdout.strip() == "refs/heads/main"
     assert (project / "torch-ext" / "my_relu" / "__init__.py").is_file()
     assert (project / ".gitignore").read_text().startswith("build/")
     run_kbuild(*build_args(project))
@@ -52,7 +61,7 @@ print("verified relu")
 
 
 def test_init_creates_a_git_repository_unless_told_not_to_and_takes_a_license(tmp_path):
-    result = run_kbuild("init", "with-git", "--license", "MIT", cwd=tmp_path)
+    result = run_kbuild("init", "with-git", "--license", "MIT", "--no-lock", cwd=tmp_path)
     assert "git repository" in result.stdout
     staged = subprocess.run(["git", "-C", tmp_path / "with-git", "diff", "--cached", "--name-only"],
                             capture_output=True, text=True, check=True).stdout.split()
@@ -73,7 +82,7 @@ def test_init_creates_a_git_repository_unless_told_not_to_and_takes_a_license(tm
 
 @pytest.mark.slow
 def test_a_cpu_only_project_builds_one_variant_and_its_tests_pass(tmp_path):
-    run_kbuild("init", "cpu-relu", "--backends", "cpu", cwd=tmp_path)
+    run_kbuild("init", "cpu-relu", "--backends", "cpu", "--no-lock", cwd=tmp_path)
     project = tmp_path / "cpu-relu"
     assert not (project / "cpu_relu_cuda").exists()
     built = run_kbuild(*build_args(project))
@@ -185,7 +194,7 @@ def test_the_owner_comes_from_the_hub_token_and_a_silent_hub_costs_seconds(tmp_p
     (root / "config.toml").write_text('[[tokens]]\ntoken = "hf_init_owner_token_0123456789"\nuser = "alice"\n')
     env = dict(os.environ, HF_HOME=str(tmp_path / "hf-home"), HF_TOKEN="hf_init_owner_token_0123456789")
     with hub_server(root) as url:
-        result = run_kbuild("init", "owned", cwd=tmp_path, env=dict(env, HF_ENDPOINT=url))
+        result = run_kbuild("init", "owned", "--no-lock", cwd=tmp_path, env=dict(env, HF_ENDPOINT=url))
     assert 'repo-id = "alice/owned"' in (tmp_path / "owned" / "build.toml").read_text()
     assert "alice/owned (the owner of your Hub token" in result.stdout
     # A Hub that accepts the connection and never answers: the placeholder after the 3 s deadline.
@@ -193,12 +202,12 @@ def test_the_owner_comes_from_the_hub_token_and_a_silent_hub_costs_seconds(tmp_p
         silent.bind(("127.0.0.1", 0))
         silent.listen(4)
         start = time.monotonic()
-        result = run_kbuild("init", "unowned", cwd=tmp_path,
+        result = run_kbuild("init", "unowned", "--no-lock", cwd=tmp_path,
                             env=dict(env, HF_ENDPOINT=f"http://127.0.0.1:{silent.getsockname()[1]}"))
         elapsed = time.monotonic() - start
     assert 'repo-id = "your-org/unowned"' in (tmp_path / "unowned" / "build.toml").read_text()
     assert "set the owner" in result.stdout and elapsed < 6, elapsed
     # No token: no request at all, the placeholder.
     no_token = {k: v for k, v in env.items() if k != "HF_TOKEN"}
-    run_kbuild("init", "anonymous", cwd=tmp_path, env=dict(no_token, HF_ENDPOINT="http://127.0.0.1:9"))
+    run_kbuild("init", "anonymous", "--no-lock", cwd=tmp_path, env=dict(no_token, HF_ENDPOINT="http://127.0.0.1:9"))
     assert 'repo-id = "your-org/anonymous"' in (tmp_path / "anonymous" / "build.toml").read_text()

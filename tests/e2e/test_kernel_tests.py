@@ -1,10 +1,15 @@
 """`kbuild test`: the kernel's own tests against each built variant, with the Torch that variant was
 built for (the test environment's Torch 2.11 for torch211 variants; a test environment of its own,
-created by kbuild from PyPI, for the others)."""
+created by kbuild, for the others). PyTorch's per-build indexes (the default Torch index) are not
+reachable from these machines: environments with a real Torch come from PyPI (--torch-index pypi);
+the index itself is exercised with local ones that lack the build, or cannot be reached."""
 
 import json
+import os
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +25,13 @@ def results_of(kernel, *args):
 
 def test_each_local_variant_passes_its_tests_with_its_torch(built_kernel):
     result, results = results_of(built_kernel)
+    # CI's mode: the CUDA variant without a GPU is loaded and its ops checked, which fails nothing.
+    best_effort, best = results_of(built_kernel, "--variant", "torch211-cxx11-cu130-x86_64-linux", "--best-effort")
+    assert best_effort.returncode == 0, best_effort.stdout + best_effort.stderr
+    cuda_best = best["torch211-cxx11-cu130-x86_64-linux"]
+    assert cuda_best["status"] in ("loaded", "passed"), cuda_best
+    if cuda_best["status"] == "loaded":
+        assert "has a CUDA kernel for every op (img2gray, img2gray_out)" in cuda_best["reason"], cuda_best
     assert result.returncode == 0, result.stdout + result.stderr
     assert set(results) == {"torch211-cxx11-cpu-x86_64-linux", "torch211-cxx11-cu130-x86_64-linux"}
     gpu = subprocess.run([PYTHON, "-c", "import torch; print(torch.cuda.is_available())"], capture_output=True,
@@ -64,9 +76,32 @@ def test_another_torch_version_gets_an_environment_of_its_own(tmp_path):
     kernel = copy_kernel(tmp_path / "img2gray")
     variant = "torch215-cxx11-cpu-x86_64-linux"
     run_kbuild(*build_args(kernel, "--locked", "--variant", variant), timeout=1800)
-    result, results = results_of(kernel, "--variant", variant, "--create-env")
+    result, results = results_of(kernel, "--variant", variant, "--create-env", "--torch-index", "pypi")
     assert result.returncode == 0, result.stdout + result.stderr
     assert results[variant]["status"] == "passed", results
     assert results[variant]["torch"].startswith("2.15.0")
-    assert "/test-envs/torch-2.15.0-" in results[variant]["python"]
+    assert "/test-envs/torch-2.15.0-pypi-" in results[variant]["python"]
     assert results[variant]["tests"] > results[variant]["skipped"]
+
+
+def test_a_torch_index_without_the_build_means_not_tested_and_an_unreachable_one_an_error(built_kernel, tmp_path):
+    """A Python without Torch (the one the test environment was made from) needs a test environment for
+    the CPU variant: pip looks for Torch 2.11's CPU build in the Torch index, for real."""
+    bare_python = Path(sys.base_prefix) / "bin" / "python3"
+    variant = "torch211-cxx11-cpu-x86_64-linux"
+    empty = tmp_path / "index"
+    (empty / "cpu").mkdir(parents=True)
+    args = ["test", built_kernel, "--python", bare_python, "--variant", variant, "--create-env", "--json"]
+    missing = run_kbuild(*args, "--torch-index", empty.as_uri() + "/{compute}", check=False, timeout=600)
+    (only,) = json.loads(missing.stdout)
+    assert only["status"] == "not tested", only
+    assert only["reason"].startswith("no Torch 2.11") and f"(cpu) at {empty.as_uri()}/cpu" in only["reason"], only
+    assert missing.returncode == 1  # asked for by name and not tested ...
+    best = run_kbuild(*args, "--best-effort", "--torch-index", empty.as_uri() + "/{compute}", check=False,
+                      timeout=600)
+    assert best.returncode == 0, best.stdout + best.stderr  # ... which --best-effort accepts
+    unreachable = run_kbuild(*args, "--torch-index", "http://127.0.0.1:9/{compute}", check=False, timeout=600)
+    assert unreachable.returncode == 3, unreachable.stdout + unreachable.stderr
+    assert "--torch-index" in unreachable.stderr and "127.0.0.1:9/cpu" in unreachable.stderr
+    envs = Path(os.environ["KBUILD_CACHE"]) / "test-envs"
+    assert not [p.name for p in envs.iterdir() if "2.11" in p.name and "-cpu-" in p.name], "nothing half-made is kept"

@@ -120,7 +120,8 @@ def test_a_stable_abi_variant_built_on_torch_2_15_loads_and_passes_under_torch_2
     assert official_abi_check(kernel / "build" / STABLE_VARIANT) == ""
     # Torch 2.11 (the oldest it serves, and the test environment's own Torch) and Torch 2.15.
     for torch_args, torch_version in (([], "2.11."), (["--torch", "2.15"], "2.15.")):
-        result = run_kbuild("test", kernel, "--python", PYTHON, "--json", "--create-env", *torch_args, timeout=3600)
+        result = run_kbuild("test", kernel, "--python", PYTHON, "--json", "--create-env", "--torch-index", "pypi",
+                            *torch_args, timeout=3600)
         (only,) = json.loads(result.stdout)
         assert only["variant"] == STABLE_VARIANT and only["status"] == "passed", only
         assert only["torch"].startswith(torch_version) and only["tests"] == 1, only

@@ -83,3 +83,24 @@ TEST_F(BuildFixture, AnInterruptedBuildLeavesTheVariantStale) {
   fs.put("/k/torch-ext/torch_binding.cpp", "// binding");
   EXPECT_EQ(judge(*this).state, State::stale);
 }
+
+TEST_F(BuildFixture, AVariantBuiltElsewhereIsJudgedByTheSourcePartOfItsOpsId) {
+  ASSERT_TRUE(usecase::build(request(), services));
+  // As gathered from a CI runner: build/ without this checkout's record of building it.
+  fs.remove_all("/k/.kbuild");
+  auto gathered = judge(*this);
+  EXPECT_EQ(gathered.state, State::current) << gathered.reason;
+  EXPECT_NE(gathered.reason.find("built elsewhere from these sources"), std::string::npos) << gathered.reason;
+  // The sources here moved on since that build: its ops id no longer matches them.
+  fs.put("/k/relu_cpu/relu.cpp", "// cpu, edited after the CI run");
+  auto older = judge(*this);
+  EXPECT_EQ(older.state, State::stale);
+  EXPECT_NE(older.reason.find("it was built from other sources"), std::string::npos) << older.reason;
+  // A variant with a chosen --unique-id cannot be compared so: unknown, as before.
+  auto chosen = request();
+  chosen.unique_id = "v7";
+  fs.put("/k/relu_cpu/relu.cpp", "// cpu");
+  ASSERT_TRUE(usecase::build(chosen, services));
+  fs.remove_all("/k/.kbuild");
+  EXPECT_EQ(judge(*this).state, State::unknown);
+}

@@ -15,6 +15,7 @@ namespace {
 struct InitFixture : fakes::ServicesFixture {
   void SetUp() override {
     launcher.answers["git init -q /p/my-relu"] = {0, "", ""};
+    launcher.answers["git -C /p/my-relu symbolic-ref HEAD refs/heads/main"] = {0, "", ""};
     launcher.answers["git -C /p/my-relu add -A"] = {0, "", ""};
   }
   usecase::InitRequest request(std::vector<std::string> backends = {"cpu", "cuda"}) const {
@@ -22,6 +23,7 @@ struct InitFixture : fakes::ServicesFixture {
     r.name = "my-relu";
     r.target = "/p/my-relu";
     r.backends = std::move(backends);
+    r.lock = false;  // locking resolves through pip and Debian's indices: LockIsStagedOrItsFailureSaid
     return r;
   }
   bool wrote(const usecase::InitOutcome& outcome, const std::string& rel) const {
@@ -43,6 +45,9 @@ TEST_F(InitFixture, AProjectWithBothBackendsTheWorkflowAndGit) {
             std::string::npos);
   EXPECT_TRUE(outcome->git_created);
   EXPECT_EQ(launcher.ran.back(), "git -C /p/my-relu add -A");  // the workflow is staged with the rest
+  // On `main`, the branch the workflow builds, whatever init.defaultBranch says.
+  EXPECT_NE(std::find(launcher.ran.begin(), launcher.ran.end(), "git -C /p/my-relu symbolic-ref HEAD refs/heads/main"),
+            launcher.ran.end());
   auto config = usecase::load_kernel(fs, "/p/my-relu", {});
   ASSERT_TRUE(config) << config.error().message;
   EXPECT_EQ(config->general.backends.size(), 2u);
@@ -140,4 +145,26 @@ TEST_F(InitFixture, TheOwnerComesFromTheHubTokenWhenNoneIsGiven) {
   auto odd = usecase::init_project(request(), services);
   ASSERT_TRUE(odd);
   EXPECT_EQ(odd->repo_id, "your-org/my-relu");
+}
+
+TEST_F(InitFixture, TheLockIsMadeWithTheWorkflowAndItsFailureSaid) {
+  auto with_lock = request({"cpu"});
+  with_lock.lock = true;
+  // Nothing answers pip or Debian's indices here (as offline): the project is made, and the outcome says why
+  // there is no lock; git still stages the rest.
+  auto outcome = usecase::init_project(with_lock, services);
+  ASSERT_TRUE(outcome) << outcome.error().message;
+  EXPECT_FALSE(outcome->locked);
+  EXPECT_FALSE(outcome->lock_error.empty());
+  EXPECT_FALSE(fs.has("/p/my-relu/kbuild.lock"));
+  EXPECT_TRUE(fs.has("/p/my-relu/build.toml"));
+  EXPECT_EQ(launcher.ran.back(), "git -C /p/my-relu add -A");
+  // Without the workflow there is no lock to make (nor is one tried).
+  fs.remove_all("/p/my-relu");
+  launcher.ran.clear();
+  with_lock.ci = false;
+  auto no_ci = usecase::init_project(with_lock, services);
+  ASSERT_TRUE(no_ci);
+  EXPECT_TRUE(no_ci->lock_error.empty());
+  for (const auto& command : launcher.ran) EXPECT_EQ(command.find("pip"), std::string::npos) << command;
 }

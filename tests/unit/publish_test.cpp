@@ -6,6 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include "kbuild/layout/metadata.hpp"
 #include "kbuild/usecase/consume.hpp"
 #include "kbuild/usecase/inspect.hpp"
 #include "kbuild/usecase/publish.hpp"
@@ -108,6 +111,54 @@ TEST_F(PublishFixture, TheReleaseGateWarnsOrRefusesBeforeAnyRequest) {
   ASSERT_FALSE(refused);
   EXPECT_NE(refused.error().hint.find("--allow-stale"), std::string::npos) << refused.error().hint;
   EXPECT_TRUE(hub->requests.empty());
+}
+
+// build/<k_cpu>'s metadata.json recording `commit` (and `dirty`) as the build's provenance.
+void record_commit(fakes::MemFileSystem& fs, const std::string& commit, bool dirty = false) {
+  const std::string path = "/k/build/" + k_cpu + "/metadata.json";
+  auto metadata = layout::Metadata::parse(*fs.read_file(path));
+  metadata->kernel = layout::GitProvenance{commit, dirty};
+  fs.put(path, metadata->to_json());
+}
+
+TEST_F(PublishFixture, VariantsOfAnotherCommitOrUnsignedAreRefusedUnlessAllowed) {
+  const std::string head(40, 'a'), older(40, 'b');
+  launcher.programs["git"] = "/usr/bin/git";
+  launcher.handler = [&](const std::vector<std::string>& argv,
+                         const util::ProcessOptions&) -> std::optional<util::ProcessResult> {
+    if (argv.size() > 4 && argv[0] == "git" && argv[4] == "status")
+      return util::ProcessResult{0, "# branch.oid " + head + "\n# branch.head main\n", ""};
+    return std::nullopt;
+  };
+  auto dry = request();
+  dry.dry_run = true;
+  record_commit(fs, older);  // an artifact of an older CI run, gathered into build/
+  auto refused = usecase::publish(dry, *hub_services);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, ExitCode::failure);
+  EXPECT_NE(refused.error().message.find(k_cpu + " was built from commit bbbbbbbbbbbb, not from the commit being "
+                                                 "published (aaaaaaaaaaaa)"),
+            std::string::npos)
+      << refused.error().message;
+  EXPECT_NE(refused.error().hint.find("--allow-other-commit"), std::string::npos);
+  EXPECT_TRUE(hub->requests.empty());
+  dry.allow_other_commit = true;
+  EXPECT_TRUE(usecase::publish(dry, *hub_services));
+
+  // The commit being published, from a dirty tree: published, with the warning every consumer will see.
+  dry.allow_other_commit = false;
+  record_commit(fs, head, true);
+  reporter.warnings.clear();
+  ASSERT_TRUE(usecase::publish(dry, *hub_services));
+  EXPECT_TRUE(std::any_of(reporter.warnings.begin(), reporter.warnings.end(),
+                          [](const std::string& w) { return w.find("uncommitted changes") != std::string::npos; }));
+
+  // --require-signed: an unsigned variant is refused, naming why.
+  dry.require_signed = true;
+  auto unsigned_refused = usecase::publish(dry, *hub_services);
+  ASSERT_FALSE(unsigned_refused);
+  EXPECT_NE(unsigned_refused.error().message.find(k_cpu + " is unsigned"), std::string::npos)
+      << unsigned_refused.error().message;
 }
 
 TEST_F(PublishFixture, DryRunThenUploadThenNothingToDo) {

@@ -35,6 +35,20 @@ TEST(UserConfig, OptionThenEnvironmentThenFileThenDefault) {
   EXPECT_EQ(config::choose_python("", fs, env)->value, "/xdg/python");
 }
 
+TEST(UserConfig, TheTorchIndexIsAUrlTemplateOrPypi) {
+  fakes::MemFileSystem fs;
+  util::MapEnvironment env{{{"HOME", "/home/u"}}};
+  EXPECT_EQ(config::choose_torch_index("", fs, env)->value, "https://download.pytorch.org/whl/{compute}");
+  fs.put("/home/u/.config/kbuild/config.toml", "torch-index = \"pypi\"\n");
+  EXPECT_EQ(config::choose_torch_index("", fs, env)->value, "pypi");
+  env.values["KBUILD_TORCH_INDEX"] = "http://mirror.internal/torch/{compute}/";
+  EXPECT_EQ(config::choose_torch_index("", fs, env)->value, "http://mirror.internal/torch/{compute}/");
+  auto bad = config::choose_torch_index("download.pytorch.org", fs, env);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().code, ExitCode::usage);
+  EXPECT_NE(bad.error().message.find("--torch-index"), std::string::npos) << bad.error().message;
+}
+
 TEST(UserConfig, EveryProblemIsReportedWithItsLocation) {
   auto outcome = config::parse_user_config("pyhton = \"x\"\ncuda-archs = 9\n", "/c/config.toml");
   ASSERT_EQ(outcome.diagnostics.size(), 2u);

@@ -24,9 +24,24 @@ std::string junit(int tests, int failures, int skipped) {
          "\" time=\"1.0\"></testsuite></testsuites>";
 }
 
+// What the probe prints for a Python: the --python one has Torch 2.11 for CUDA 13.0; a test environment
+// ("/cache/test-envs/torch-<version>-<build>-py3.11-<key>/bin/python") the build its name says, PyPI's
+// build of 2.15 being for CUDA 13.2.
+std::string probe_answer(const std::string& python) {
+  const std::string prefix = "/cache/test-envs/torch-";
+  if (!python.starts_with(prefix)) return "2.11.0+cu130 13.0 3.11 - 0\n";
+  auto fields = util::split(python.substr(prefix.size()), '-');
+  std::string version = fields[0].size() == 4 ? fields[0] + ".0" : fields[0];
+  std::string build = fields[1] == "pypi" ? "cu132" : fields[1];
+  std::string cuda = build == "cpu" ? "-" : build.substr(2, 2) + "." + build.substr(4);
+  return version + "+" + build + " " + cuda + " 3.11 - 0\n";
+}
+
 struct TestVariantsFixture : fakes::ServicesFixture {
   std::vector<std::map<std::string, std::string>> pytest_envs;  // the environment of each pytest run
+  std::vector<std::map<std::string, std::string>> load_envs;    // ... and of each load check
   int pytest_exit = 0;
+  int load_exit = 0;
 
   void SetUp() override {
     fs.put("/k/build.toml",
@@ -45,10 +60,13 @@ struct TestVariantsFixture : fakes::ServicesFixture {
     fs.put("/k/kbuild.lock", lock.serialize());
     launcher.handler = [this](const std::vector<std::string>& argv,
                               const util::ProcessOptions& options) -> std::optional<util::ProcessResult> {
-      const std::string& program = argv.front();
-      bool env_python = program.starts_with("/cache/test-envs/torch-2.15.0-py3.11-");
-      if (argv.size() > 1 && argv[1] == "-c")  // the probe
-        return util::ProcessResult{0, env_python ? "2.15.0+cu132 13.2 3.11 - 0\n" : "2.11.0+cu130 13.0 3.11 - 0\n", ""};
+      if (argv.size() > 2 && argv[1] == "-c" && argv[2].find("add_op_namespace_prefix") != std::string::npos) {
+        load_envs.push_back(options.env);
+        return util::ProcessResult{
+            load_exit, load_exit ? "import relu failed: OSError: libcudart.so.13\n" : "_relu_cuda_src1 relu relu_out\n",
+            ""};
+      }
+      if (argv.size() > 1 && argv[1] == "-c") return util::ProcessResult{0, probe_answer(argv.front()), ""};
       if (argv.size() > 2 && argv[1] == "-m" && argv[2] == "venv") return util::ProcessResult{0, "", ""};
       if (argv.size() > 2 && argv[1] == "-m" && argv[2] == "pip") return util::ProcessResult{0, "", ""};
       if (argv.size() > 2 && argv[1] == "-m" && argv[2] == "pytest") {
@@ -95,17 +113,26 @@ TEST_F(TestVariantsFixture, EachVariantRunsWithItsOwnTorch) {
   EXPECT_EQ(cpu211.python, "python3");  // the --python interpreter has Torch 2.11
   EXPECT_EQ(cpu211.tests, 10);
   EXPECT_EQ(cpu211.skipped, 3);
-  // Torch 2.11 here is built for CUDA 13.0: the CUDA 13.2 variant cannot be loaded by it.
+  // Torch 2.11 here is built for CUDA 13.0: the CUDA 13.2 variant gets Torch 2.11 built for CUDA 13.2
+  // from PyTorch's cu132 index (no pin: the newest 2.11), which then finds no GPU here.
   EXPECT_EQ(cu132.status, usecase::VariantTestResult::Status::not_tested);
-  EXPECT_EQ(cu132.reason, "Torch 2.11.0+cu130 here is built for CUDA 13.0; the variant needs one built for CUDA 13.2");
-  // Torch 2.15 comes from a test environment with the version pinned in kbuild.lock.
-  EXPECT_EQ(cpu215.status, usecase::VariantTestResult::Status::passed);
-  EXPECT_TRUE(cpu215.python.string().starts_with("/cache/test-envs/torch-2.15.0-py3.11-")) << cpu215.python;
-  EXPECT_EQ(cpu215.torch, "2.15.0+cu132");
-  EXPECT_EQ(ran_containing("python3 -m venv /cache/test-envs/."), 1u);
-  EXPECT_EQ(ran_containing(" -m pip install --disable-pip-version-check torch==2.15.0 kernels pytest -q -r "
-                           "/k/tests/requirements.txt"),
+  EXPECT_EQ(cu132.torch, "2.11.0+cu132");
+  EXPECT_EQ(cu132.reason, "no GPU here (torch.cuda.is_available() is False): its CUDA kernels cannot run");
+  EXPECT_EQ(ran_containing(" -m pip install --disable-pip-version-check --index-url "
+                           "https://download.pytorch.org/whl/cu132 torch==2.11.* -q"),
             1u);
+  // Torch 2.15 comes from a test environment with the version pinned in kbuild.lock, the CPU build.
+  EXPECT_EQ(cpu215.status, usecase::VariantTestResult::Status::passed);
+  EXPECT_TRUE(cpu215.python.string().starts_with("/cache/test-envs/torch-2.15.0-cpu-py3.11-")) << cpu215.python;
+  EXPECT_EQ(cpu215.torch, "2.15.0+cpu");
+  EXPECT_EQ(ran_containing("python3 -m venv /cache/test-envs/."), 2u);
+  EXPECT_EQ(ran_containing(" -m pip install --disable-pip-version-check --index-url "
+                           "https://download.pytorch.org/whl/cpu torch==2.15.0 -q"),
+            1u);
+  // kernels, pytest and the tests' requirements from pip's own indexes, once per environment.
+  EXPECT_EQ(ran_containing(" -m pip install --disable-pip-version-check kernels pytest -q -r "
+                           "/k/tests/requirements.txt"),
+            2u);
   EXPECT_TRUE(fs.has(cpu215.python.parent_path().parent_path().string() + "/.complete"));
   // The tests are told which variant they test.
   ASSERT_EQ(pytest_envs.size(), 2u);
@@ -150,18 +177,31 @@ TEST_F(TestVariantsFixture, FailuresAreResultsAndBadRequestsAreErrors) {
   EXPECT_EQ(refused.error().code, ExitCode::usage);
   EXPECT_NE(refused.error().hint.find(k_cpu211), std::string::npos);
 
-  // pip cannot install the pinned Torch: a toolchain error, and no half environment is kept.
-  launcher.handler = [inner = launcher.handler](
+  // pip cannot reach the index: a toolchain error naming the setting, and no half environment is kept.
+  std::string pip_says =
+      "WARNING: Retrying after connection broken by 'NewConnectionError'\n"
+      "ERROR: No matching distribution found for torch==2.15.0";
+  launcher.handler = [inner = launcher.handler, &pip_says](
                          const std::vector<std::string>& argv,
                          const util::ProcessOptions& options) -> std::optional<util::ProcessResult> {
-    if (argv.size() > 2 && argv[2] == "pip") return util::ProcessResult{1, "", "No matching distribution"};
+    if (argv.size() > 2 && argv[2] == "pip") return util::ProcessResult{1, "", pip_says};
     return inner(argv, options);
   };
   auto pip_failed = usecase::test_variants(request(), services);
   ASSERT_FALSE(pip_failed);
   EXPECT_EQ(pip_failed.error().code, ExitCode::toolchain);
-  EXPECT_NE(pip_failed.error().message.find("No matching distribution"), std::string::npos);
+  EXPECT_NE(pip_failed.error().message.find("NewConnectionError"), std::string::npos);
+  EXPECT_NE(pip_failed.error().hint.find("--torch-index"), std::string::npos);
   auto envs = fs.list_dir("/cache/test-envs");
+  EXPECT_TRUE(!envs || envs->empty());
+  // The index has no such build: the variant is not tested, with that reason, and nothing is kept.
+  pip_says = "ERROR: No matching distribution found for torch==2.15.0";
+  auto missing = usecase::test_variants(request(), services);
+  ASSERT_TRUE(missing) << missing.error().message;
+  EXPECT_EQ(missing->back().variant, k_cpu215);
+  EXPECT_EQ(missing->back().status, usecase::VariantTestResult::Status::not_tested);
+  EXPECT_EQ(missing->back().reason, "no Torch 2.15.0 (cpu) at https://download.pytorch.org/whl/cpu");
+  envs = fs.list_dir("/cache/test-envs");
   EXPECT_TRUE(!envs || envs->empty());
 
   fs.remove_all("/k/tests");
@@ -177,8 +217,12 @@ TEST_F(TestVariantsFixture, ThePinnedWheelKbuildDownloadedIsInstalledWhenItFitsT
   fs.put("/cache/downloads/" + sha + "/" + wheel, "wheel bytes");
   auto only = request();
   only.variants = {k_cpu215};
-  ASSERT_TRUE(usecase::test_variants(only, services));
+  only.torch_index = "pypi";  // PyPI's own builds: the pin is one
+  auto results = usecase::test_variants(only, services);
+  ASSERT_TRUE(results);
   EXPECT_EQ(ran_containing(" -m pip install --disable-pip-version-check /cache/downloads/" + sha + "/" + wheel), 1u);
+  EXPECT_EQ(results->front().torch, "2.15.0+cu132");  // a CUDA build serves a CPU variant too
+  EXPECT_EQ(results->front().status, usecase::VariantTestResult::Status::passed);
 
   // A download that no longer matches its pin is not used: pip gets the version instead.
   fs.remove_all("/cache/test-envs");
@@ -221,9 +265,9 @@ TEST_F(TestVariantsFixture, StableAbiVariantsRunWithTheirOldestTorchOrTheOneAske
   ASSERT_TRUE(newer) << newer.error().message;
   ASSERT_EQ(newer->size(), 2u);
   EXPECT_EQ((*newer)[0].status, usecase::VariantTestResult::Status::passed);
-  EXPECT_EQ((*newer)[0].torch, "2.15.0+cu132");
+  EXPECT_EQ((*newer)[0].torch, "2.15.0+cpu");
   EXPECT_EQ((*newer)[1].status, usecase::VariantTestResult::Status::not_tested);
-  EXPECT_EQ((*newer)[1].reason, "the variant is built for Torch 2.11; Torch 2.15.0+cu132 cannot load it");
+  EXPECT_EQ((*newer)[1].reason, "the variant is built for Torch 2.11; Torch 2.15.0+cpu cannot load it");
 
   // A stable-ABI variant newer than the Torch asked for is not tested.
   const std::string stable215 = "torch-stable-abi215-cpu-x86_64-linux";
@@ -263,7 +307,7 @@ TEST_F(TestVariantsFixture, TvmFfiVariantsNeedTvmFfiOfTheirSeries) {
   }
 }
 
-TEST_F(TestVariantsFixture, ACudaVariantWithoutAGpuIsNotTested) {
+TEST_F(TestVariantsFixture, ACudaVariantWithoutAGpuIsNotTestedOrWithBestEffortLoaded) {
   const std::string cu130 = "torch211-cxx11-cu130-x86_64-linux";
   fs.put("/k/build/" + cu130 + "/metadata.json", "{}");
   auto only = request();
@@ -273,6 +317,47 @@ TEST_F(TestVariantsFixture, ACudaVariantWithoutAGpuIsNotTested) {
   EXPECT_EQ(result->front().status, usecase::VariantTestResult::Status::not_tested);
   EXPECT_EQ(result->front().reason, "no GPU here (torch.cuda.is_available() is False): its CUDA kernels cannot run");
   EXPECT_TRUE(pytest_envs.empty());
+  EXPECT_TRUE(load_envs.empty());
+
+  // Best effort (a CI runner): the variant is imported with its Torch and its ops checked; no pytest.
+  only.best_effort = true;
+  auto loaded = usecase::test_variants(only, services);
+  ASSERT_TRUE(loaded) << loaded.error().message;
+  EXPECT_EQ(loaded->front().status, usecase::VariantTestResult::Status::loaded);
+  EXPECT_EQ(usecase::to_string(loaded->front().status), "loaded");
+  EXPECT_EQ(loaded->front().reason,
+            "no GPU here, its tests were not run; it loads with Torch 2.11.0+cu130 and has a CUDA kernel for every "
+            "op (relu, relu_out)");
+  EXPECT_TRUE(pytest_envs.empty());
+  ASSERT_EQ(load_envs.size(), 1u);
+  EXPECT_EQ(load_envs[0].at("HF_HUB_OFFLINE"), "1");
+  EXPECT_TRUE(load_envs[0].at("PYTHONPATH").starts_with("/cache/tmp/.pythonpath-" + cu130));
+  EXPECT_FALSE(fs.has(load_envs[0].at("PYTHONPATH")));  // removed after the check
+
+  // A variant that does not load, or lacks a CUDA kernel, fails: that is a defect, GPU or not.
+  load_exit = 1;
+  auto broken = usecase::test_variants(only, services);
+  ASSERT_TRUE(broken);
+  EXPECT_EQ(broken->front().status, usecase::VariantTestResult::Status::failed);
+  EXPECT_EQ(broken->front().reason, "it does not load: import relu failed: OSError: libcudart.so.13");
+}
+
+TEST_F(TestVariantsFixture, WithPyPIsBuildsACudaVariantOfAnotherCudaIsNotTested) {
+  const std::string cu130 = "torch215-cxx11-cu130-x86_64-linux";
+  fs.put("/k/build/" + cu130 + "/metadata.json", "{}");
+  auto only = request();
+  only.variants = {k_cpu215, cu130};
+  only.torch_index = "pypi";
+  auto results = usecase::test_variants(only, services);
+  ASSERT_TRUE(results) << results.error().message;
+  ASSERT_EQ(results->size(), 2u);
+  // Both use the one PyPI environment of Torch 2.15 (built for CUDA 13.2): made once.
+  EXPECT_EQ(ran_containing(" -m venv "), 1u);
+  EXPECT_EQ((*results)[0].variant, k_cpu215);
+  EXPECT_EQ((*results)[0].status, usecase::VariantTestResult::Status::passed);
+  EXPECT_EQ((*results)[1].status, usecase::VariantTestResult::Status::not_tested);
+  EXPECT_EQ((*results)[1].reason,
+            "Torch 2.15.0+cu132 here is built for CUDA 13.2; the variant needs one built for CUDA 13.0");
 }
 
 TEST_F(TestVariantsFixture, ATestEnvironmentIsCreatedOnlyWhenAskedOrConfirmed) {
@@ -285,7 +370,9 @@ TEST_F(TestVariantsFixture, ATestEnvironmentIsCreatedOnlyWhenAskedOrConfirmed) {
   EXPECT_NE(refused.error().hint.find("--create-env"), std::string::npos);
   EXPECT_EQ(ran_containing(" -m venv "), 0u);
   ASSERT_EQ(reporter.questions.size(), 1u);  // asked, and refused without an answer
-  EXPECT_NE(reporter.questions[0].find("torch==2.15.0"), std::string::npos);
+  EXPECT_NE(reporter.questions[0].find("Torch 2.15.0 (cpu, from https://download.pytorch.org/whl/cpu"),
+            std::string::npos)
+      << reporter.questions[0];
   reporter.confirm_answer = true;
   ASSERT_TRUE(usecase::test_variants(only, services));
   ASSERT_EQ(reporter.questions.size(), 2u);

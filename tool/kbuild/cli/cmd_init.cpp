@@ -20,6 +20,8 @@ struct InitOptions {
   std::vector<std::string> backends = {"cpu", "cuda"};
   bool no_git = false;
   bool no_ci = false;
+  bool no_lock = false;
+  std::string python;
   bool overwrite = false;
   bool backends_given = false;
 };
@@ -83,7 +85,9 @@ Result<ExitCode> run_init(const InitOptions& given, Services& services) {
   request.git = !options.no_git;
   request.ci = !options.no_ci;
   request.overwrite = options.overwrite;
-  LogReporter reporter(false);
+  request.lock = !options.no_lock;
+  KB_TRY_ASSIGN(request.python, python_setting(options.python, services));
+  LogReporter reporter(request.ci && request.lock && is_smart_terminal(stderr, services.env));
   auto use_case_services = services.with(reporter);
   KB_TRY_ASSIGN(usecase::InitOutcome outcome, usecase::init_project(request, use_case_services));
   std::string git_note = options.no_git        ? ""
@@ -100,9 +104,26 @@ Result<ExitCode> run_init(const InitOptions& given, Services& services) {
         "\nbefore publishing, set the owner in build.toml's [general.hub] repo-id (now your-org/{}),\n"
         "or create the project with --name OWNER/{}\n",
         request.name, request.name);
-  if (request.ci)
+  if (request.ci) {
     fmt::print("\nthe CI workflow (.github/workflows/kbuild-{}.yml) needs these repository settings:\n{}", request.name,
                usecase::k_workflow_settings);
+    if (outcome.locked)
+      fmt::print(
+          "\nkbuild.lock pins the toolchains the workflow builds with (--locked); after editing the matrix\n"
+          "(kbuild.toml) run `kbuild toolchains lock {}`, and `--update` for newer patch releases;\n"
+          "commit the lock with the sources\n",
+          shown);
+    else if (request.lock)
+      reporter.warning(
+          fmt::format("kbuild.lock was not written ({}); run `kbuild toolchains lock {}` and commit "
+                      "kbuild.lock before the first push: the CI workflow builds --locked",
+                      outcome.lock_error, shown));
+    else
+      fmt::print(
+          "\nthe CI workflow builds --locked: run `kbuild toolchains lock {}` and commit kbuild.lock\n"
+          "before the first push\n",
+          shown);
+  }
   return ExitCode::ok;
 }
 
@@ -133,6 +154,11 @@ void register_init(CLI::App& app, CommandAction& action) {
   cmd->add_flag("--overwrite", options->overwrite,
                 "Write the scaffold into a directory that is not empty (files of the same names are replaced)");
   cmd->add_flag("--no-git", options->no_git, "Do not create a git repository in the new directory");
+  cmd->add_flag("--no-lock", options->no_lock,
+                "Do not write kbuild.lock (written with the CI workflow: `kbuild toolchains lock` resolves the "
+                "matrix's toolchain pins through pip, online)");
+  cmd->add_option("--python", options->python,
+                  std::string("Python whose pip resolves kbuild.lock's pins") + k_python_help_suffix);
   cmd->add_flag("--no-ci", options->no_ci,
                 "Do not write .github/workflows/kbuild-NAME.yml (the workflow of kbuild ci github)");
   cmd->callback([options, cmd, &action] {

@@ -29,6 +29,8 @@ struct PublishCliOptions {
   bool require_all = false;
   bool allow_stale = false;
   bool allow_partial_archs = false;
+  bool allow_other_commit = false;
+  bool require_signed = false;
 };
 
 void print_plan(const usecase::PublishOutcome& outcome) {
@@ -85,6 +87,8 @@ Result<ExitCode> run_publish(const PublishCliOptions& options, Services& service
   request.require_all = options.require_all;
   request.allow_stale = options.allow_stale;
   request.allow_partial_archs = options.allow_partial_archs;
+  request.allow_other_commit = options.allow_other_commit;
+  request.require_signed = options.require_signed;
   // Progress on stderr (stdout has the result line or the --json document); a live upload line on
   // a terminal.
   exec::TerminalOptions voice;
@@ -148,6 +152,11 @@ void register_publish(CLI::App& app, CommandAction& action) {
                 "Publish build/ even where it is older than the sources or was not built here");
   cmd->add_flag("--allow-partial-archs", options->allow_partial_archs,
                 "Publish CUDA variants built for fewer capabilities than build.toml declares");
+  cmd->add_flag("--allow-other-commit", options->allow_other_commit,
+                "Publish variants whose metadata.json records another commit than the checkout's HEAD (refused "
+                "by default: CI artifacts of an older run)");
+  cmd->add_flag("--require-signed", options->require_signed,
+                "Refuse variants without a metadata.json.sigstore that signs their metadata.json");
   cmd->add_flag("--json", options->json, "Print the outcome as JSON");
   cmd->add_flag("-v,--verbose", options->verbose, "Print every request (the token is never printed)");
   cmd->add_flag("-q,--quiet", options->quiet, "Print only the result line, warnings and errors (no progress)");

@@ -12,6 +12,7 @@
 #include <iostream>
 
 #include "kbuild/cli/command.hpp"
+#include "kbuild/config/user_config.hpp"
 #include "kbuild/usecase/kernel_source.hpp"
 #include "kbuild/usecase/matrix_session.hpp"
 #include "kbuild/usecase/test_variants.hpp"
@@ -33,9 +34,13 @@ struct TestOptions {
   bool allow_stale = false;
   bool online = false;
   bool create_env = false;
+  bool best_effort = false;
+  std::string torch_index;
+  std::string report;
 };
 
-void print_json(const std::vector<usecase::VariantTestResult>& results) {
+// The results as the --json document and the --report file carry them (docs/cli.md, kbuild test).
+nlohmann::ordered_json results_json(const std::vector<usecase::VariantTestResult>& results) {
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
   for (const auto& r : results)
     out.push_back({{"variant", r.variant},
@@ -48,13 +53,14 @@ void print_json(const std::vector<usecase::VariantTestResult>& results) {
                    {"errors", r.errors},
                    {"skipped", r.skipped},
                    {"seconds", r.seconds}});
-  print_json_document(out.dump(2));
+  return out;
 }
 
 void print_text(const std::vector<usecase::VariantTestResult>& results) {
   for (const auto& r : results) {
-    if (r.status == usecase::VariantTestResult::Status::not_tested) {
-      fmt::print("{}  not tested: {}\n", r.variant, r.reason);
+    if (r.status == usecase::VariantTestResult::Status::not_tested ||
+        r.status == usecase::VariantTestResult::Status::loaded) {
+      fmt::print("{}  {}: {}\n", r.variant, usecase::to_string(r.status), r.reason);
       continue;
     }
     fmt::print("{}  {}  {} tests, {} failed, {} errors, {} skipped  (torch {}, {:.1f} s){}\n", r.variant,
@@ -88,6 +94,9 @@ Result<ExitCode> run_test(const TestOptions& options, Services& services) {
   request.allow_stale = options.allow_stale;
   request.online = options.online;
   request.create_env = options.create_env;
+  request.best_effort = options.best_effort;
+  KB_TRY_ASSIGN(config::Setting index, config::choose_torch_index(options.torch_index, services.fs, services.env));
+  request.torch_index = index.value;
   // Progress and warnings on stderr (stdout has the results, or the --json document); a missing
   // test environment is asked about on a terminal.
   exec::TerminalOptions voice;
@@ -96,22 +105,28 @@ Result<ExitCode> run_test(const TestOptions& options, Services& services) {
   exec::TerminalReporter reporter(voice);
   auto test_services = services.with(reporter);
   KB_TRY_ASSIGN(auto results, usecase::test_variants(request, test_services));
-  options.json ? print_json(results) : print_text(results);
-  size_t failed = 0, untested = 0;
+  if (!options.report.empty())
+    KB_TRY(services.fs.write_file_atomic(absolute_dir(options.report), results_json(results).dump(2) + "\n"));
+  options.json ? print_json_document(results_json(results).dump(2)) : print_text(results);
+  size_t failed = 0, untested = 0, loaded = 0;
   for (const auto& r : results) {
     failed += r.status == usecase::VariantTestResult::Status::failed;
     untested += r.status == usecase::VariantTestResult::Status::not_tested;
+    loaded += r.status == usecase::VariantTestResult::Status::loaded;
   }
   if (failed > 0)
     return fail(fmt::format("{} of {} failed their tests", failed, util::count_of(results.size(), "variant")),
                 "the output of each failed run is above", ExitCode::failure);
   // Variants asked for by name (or by --matrix) must be tested; the default run only reports them.
-  if (untested > 0 && (!options.variants.empty() || options.matrix))
-    return fail(fmt::format("{} of the {} asked for could not be tested here", untested,
+  if (untested + loaded > 0 && (!options.variants.empty() || options.matrix) && !options.best_effort)
+    return fail(fmt::format("{} of the {} asked for could not be tested here", untested + loaded,
                             util::count_of(results.size(), "variant")),
-                "see the reasons above; test them where a matching Torch (and GPU) is available", ExitCode::failure);
+                "see the reasons above; test them where a matching Torch (and GPU) is available, or pass "
+                "--best-effort to test only what this machine can",
+                ExitCode::failure);
   if (!options.json)
-    fmt::print("kbuild: {} passed{}\n", util::count_of(results.size() - untested, "variant"),
+    fmt::print("kbuild: {} passed{}{}\n", util::count_of(results.size() - untested - loaded, "variant"),
+               loaded ? fmt::format(", {} loaded without a GPU (tests not run)", loaded) : "",
                untested ? fmt::format(", {} not tested (see above)", untested) : "");
   return ExitCode::ok;
 }
@@ -139,7 +154,15 @@ void register_test(CLI::App& app, CommandAction& action) {
   cmd->add_flag("--online", options->online,
                 "Let the tests reach the Hub (default: HF_HUB_OFFLINE=1; LOCAL_KERNELS serves the kernel itself)");
   cmd->add_flag("--create-env", options->create_env,
-                "Create missing Torch test environments (several GB from PyPI) without asking");
+                "Create missing Torch test environments (pip downloads Torch: up to several GB) without asking");
+  cmd->add_option("--torch-index", options->torch_index,
+                  "Where new test environments get Torch: an index URL whose {compute} becomes cpu, cu130, ... "
+                  "(default: $KBUILD_TORCH_INDEX, the user config's torch-index, or "
+                  "https://download.pytorch.org/whl/{compute}), or pypi for PyPI's own builds");
+  cmd->add_flag("--best-effort", options->best_effort,
+                "Test what this machine can (CI runners): a CUDA variant without a GPU is loaded and its ops "
+                "checked instead, and variants that cannot be tested here do not fail the run");
+  cmd->add_option("--report", options->report, "Also write the results as JSON (the --json document) to FILE");
   cmd->callback([options, &action] { action = [options](Services& s) { return run_test(*options, s); }; });
 }
 

@@ -40,13 +40,19 @@ UserConfigOutcome parse_user_config(std::string_view text, const std::string& fi
     error(e.source(), "invalid TOML: " + std::string(e.description()));
     return outcome;
   }
-  const std::vector<std::string> keys = {"python", "cuda-archs"};
+  const std::vector<std::pair<std::string, std::optional<std::string> UserConfig::*>> settings = {
+      {"python", &UserConfig::python},
+      {"cuda-archs", &UserConfig::cuda_archs},
+      {"torch-index", &UserConfig::torch_index}};
+  std::vector<std::string> keys;
+  for (const auto& setting : settings) keys.push_back(setting.first);
   for (const auto& [key, node] : root) {
     std::string name(key.str());
-    if (name != "python" && name != "cuda-archs") {
+    auto setting = std::find_if(settings.begin(), settings.end(), [&](const auto& s) { return s.first == name; });
+    if (setting == settings.end()) {
       std::string suggestion = util::closest_match(name, keys);
       error(key.source(), "unknown key \"" + name + "\" in the kbuild user config",
-            suggestion.empty() ? "keys: python, cuda-archs" : "did you mean \"" + suggestion + "\"?");
+            suggestion.empty() ? "keys: " + util::join(keys, ", ") : "did you mean \"" + suggestion + "\"?");
       continue;
     }
     auto value = node.value<std::string>();
@@ -54,7 +60,7 @@ UserConfigOutcome parse_user_config(std::string_view text, const std::string& fi
       error(node.source(), name + " must be a non-empty string");
       continue;
     }
-    (name == "python" ? outcome.config.python : outcome.config.cuda_archs) = *value;
+    outcome.config.*(setting->second) = *value;
   }
   // In file order (the table iterates by key).
   std::stable_sort(outcome.diagnostics.begin(), outcome.diagnostics.end(), [](const auto& a, const auto& b) {
@@ -97,6 +103,18 @@ Result<Setting> choose_python(const std::string& option, const util::FileSystem&
 Result<Setting> choose_cuda_archs(const std::string& option, const std::string& fallback, const util::FileSystem& fs,
                                   const util::Environment& env) {
   return choose(option, "--cuda-archs", "KBUILD_CUDA_ARCHS", &UserConfig::cuda_archs, fallback, fs, env);
+}
+
+Result<Setting> choose_torch_index(const std::string& option, const util::FileSystem& fs,
+                                   const util::Environment& env) {
+  KB_TRY_ASSIGN(Setting index, choose(option, "--torch-index", "KBUILD_TORCH_INDEX", &UserConfig::torch_index,
+                                      std::string(k_default_torch_index), fs, env));
+  if (index.value != "pypi" && !index.value.starts_with("https://") && !index.value.starts_with("http://") &&
+      !index.value.starts_with("file://"))
+    return fail("the Torch index \"" + index.value + "\" (from " + index.source + ") is not a URL nor \"pypi\"",
+                "e.g. https://download.pytorch.org/whl/{compute} ({compute} becomes cpu, cu130, ...), or pypi",
+                ExitCode::usage);
+  return index;
 }
 
 }  // namespace kbuild::config

@@ -5,9 +5,10 @@
 //
 //   python = "/opt/torch/bin/python"   # the interpreter whose Torch local builds and tests use
 //   cuda-archs = "native"              # local CUDA builds: "native", "all" or "8.0,9.0"
+//   torch-index = "https://download.pytorch.org/whl/{compute}"   # kbuild test's Torch builds
 //
 // Each setting is the third choice of its kind: a command-line option first, then an environment
-// variable (KBUILD_PYTHON, KBUILD_CUDA_ARCHS), then this file, then kbuild's default (python3;
+// variable (KBUILD_PYTHON, KBUILD_CUDA_ARCHS, KBUILD_TORCH_INDEX), then this file, then kbuild's default (python3;
 // native). docs/cli.md, "Settings".
 
 #include <filesystem>
@@ -26,6 +27,7 @@ namespace kbuild::config {
 struct UserConfig {
   std::optional<std::string> python;
   std::optional<std::string> cuda_archs;
+  std::optional<std::string> torch_index;
   std::filesystem::path file;  ///< where it was read from (empty: there is none)
 };
 
@@ -56,6 +58,14 @@ Result<Setting> choose_python(const std::string& option, const util::FileSystem&
 /// config's cuda-archs, else `fallback` ("native"; "all" for a matrix build).
 Result<Setting> choose_cuda_archs(const std::string& option, const std::string& fallback, const util::FileSystem& fs,
                                   const util::Environment& env);
+
+/// Where `kbuild test` installs the Torch of a variant's test environment from: a PEP 503 index URL
+/// in which "{compute}" becomes the variant's compute ("cpu", "cu130", ...), PyTorch's per-build
+/// indexes by default; or "pypi": PyPI's own builds only (one CUDA version per Torch release).
+inline constexpr std::string_view k_default_torch_index = "https://download.pytorch.org/whl/{compute}";
+/// The Torch index: `option`, else $KBUILD_TORCH_INDEX, else the user config's torch-index, else the
+/// default; anything but a http(s)/file URL or "pypi" is a usage error.
+Result<Setting> choose_torch_index(const std::string& option, const util::FileSystem& fs, const util::Environment& env);
 
 /// toml++'s version, as compiled against (`kbuild --version`).
 std::string toml_library_version();

@@ -7,6 +7,26 @@
 
 namespace kbuild::usecase {
 
+namespace {
+
+// templates/ci/kbuild-build-deps.txt's packages as the continuation lines of an `apt-get install`
+// in the workflow (the template's indentation, eight per line).
+Result<std::string> build_deps_words() {
+  auto list = layout::find_template("ci/kbuild-build-deps.txt");
+  if (!list) return fail("internal error: templates/ci/kbuild-build-deps.txt is not embedded");
+  std::vector<std::string> packages, lines;
+  for (const auto& line : util::split(std::string(*list), '\n')) {
+    std::string word(util::trim(line.substr(0, line.find('#'))));
+    if (!word.empty()) packages.push_back(word);
+  }
+  for (size_t i = 0; i < packages.size(); i += 8)
+    lines.push_back(util::join(
+        std::vector<std::string>(packages.begin() + i, packages.begin() + std::min(i + 8, packages.size())), " "));
+  return util::join(lines, " \\\n              ");
+}
+
+}  // namespace
+
 Result<CiWorkflow> render_github_workflow(const config::KernelConfig& config, const std::filesystem::path& repo_root,
                                           const std::string& kernel_rel) {
   // The path is written into shell commands and YAML scalars unquoted: only plain characters.
@@ -17,10 +37,12 @@ Result<CiWorkflow> render_github_workflow(const config::KernelConfig& config, co
     return fail("the kernel's path in its repository, \"" + kernel_rel + "\", is not plain enough for a workflow",
                 "use letters, digits, '.', '_', '-' and '/' in directory names", ExitCode::usage);
   std::string repo_id = config.general.hub_repo_id.value_or("");
+  KB_TRY_ASSIGN(std::string deps, build_deps_words());
   KB_TRY_ASSIGN(std::string text,
                 layout::render_template("ci/github.yml.in",
                                         {{"NAME", config.general.name},
                                          {"KERNEL_DIR", kernel_rel},
+                                         {"KBUILD_BUILD_DEPS", deps},
                                          {"REPO_ID", repo_id.empty() ? "the kernel's repository" : repo_id}}));
   return CiWorkflow{repo_root / ".github" / "workflows" / ("kbuild-" + config.general.name + ".yml"), text};
 }

@@ -6,6 +6,7 @@
 #include "kbuild/config/variant.hpp"
 #include "kbuild/exec/build_state.hpp"
 #include "kbuild/layout/metadata.hpp"
+#include "kbuild/layout/signature.hpp"
 #include "kbuild/plan/planner.hpp"
 #include "kbuild/usecase/kernel_source.hpp"
 #include "kbuild/util/strings.hpp"
@@ -68,6 +69,27 @@ VariantFreshness judge(const std::string& variant, const exec::BuildState& state
   return out;
 }
 
+// A variant built elsewhere (a CI artifact) is judged by its ops id, whose source part is a digest of
+// the build inputs (kernel_source.hpp): this checkout's sources give the same one, or they changed. A
+// variant with a chosen --unique-id stays unknown.
+void judge_by_ops_id(const util::FileSystem& fs, const fs::path& kernel_dir, const std::string& source_id,
+                     VariantFreshness& entry) {
+  auto text = fs.read_file(kernel_dir / "build" / entry.variant / "metadata.json");
+  auto metadata = text ? layout::Metadata::parse(*text) : Result<layout::Metadata>(fail(""));
+  if (!metadata) return;
+  const size_t underscore = metadata->id.rfind('_');
+  const std::string id = underscore == std::string::npos ? "" : metadata->id.substr(underscore + 1);
+  if (!id.starts_with("src") || source_id.empty()) return;
+  if (id == source_id) {
+    entry.state = VariantFreshness::State::current;
+    entry.reason = "built elsewhere from these sources (ops id " + metadata->id + ")";
+  } else {
+    entry.state = VariantFreshness::State::stale;
+    entry.reason =
+        "it was built from other sources (ops id " + metadata->id + "; the sources here give " + source_id + ")";
+  }
+}
+
 }  // namespace
 
 Result<std::vector<VariantFreshness>> variant_freshness(const util::FileSystem& fs, const fs::path& kernel_dir,
@@ -83,7 +105,10 @@ Result<std::vector<VariantFreshness>> variant_freshness(const util::FileSystem& 
   }
   exec::StatCache stats(fs);
   std::vector<VariantFreshness> out;
-  for (const auto& variant : variants) out.push_back(judge(variant, state, stats, kernel_dir, sources_changed));
+  for (const auto& variant : variants) {
+    out.push_back(judge(variant, state, stats, kernel_dir, sources_changed));
+    if (out.back().state == VariantFreshness::State::unknown) judge_by_ops_id(fs, kernel_dir, now.id, out.back());
+  }
   return out;
 }
 
@@ -127,6 +152,37 @@ std::vector<fs::path> release_dirs(const util::FileSystem& fs, const fs::path& k
   return dirs;
 }
 
+// Variants built from another commit than `gate.commit` or not signed as required, one line each;
+// warnings for variants built from a dirty tree or recording no commit.
+std::vector<std::string> provenance_problems(const util::FileSystem& fs, const std::vector<fs::path>& dirs,
+                                             const ReleaseGate& gate,
+                                             const std::function<void(const std::string&)>& warn) {
+  std::vector<std::string> problems;
+  for (const auto& dir : dirs) {
+    const std::string name = dir.filename().string();
+    if (gate.require_signed) {
+      auto signature = layout::signature_status(fs, dir);
+      if (signature.state != layout::SignatureStatus::State::signed_variant)
+        problems.push_back(name + " is " + layout::to_string(signature.state) +
+                           (signature.detail.empty() ? "" : " (" + signature.detail + ")") +
+                           ", and --require-signed asks for a signature of its metadata.json");
+    }
+    auto text = fs.read_file(dir / "metadata.json");
+    auto metadata = text ? layout::Metadata::parse(*text) : Result<layout::Metadata>(fail(""));
+    if (!metadata) continue;  // the digest and layout checks report it
+    if (!metadata->kernel) {
+      if (!gate.commit.empty()) warn(name + " records no git commit; it is not compared with " + gate.commit);
+      continue;
+    }
+    if (metadata->kernel->dirty)
+      warn(name + " was built from a tree with uncommitted changes: `kernels` warns everyone who loads it");
+    if (!gate.commit.empty() && !gate.allow_other_commit && metadata->kernel->commit != gate.commit)
+      problems.push_back(name + " was built from commit " + metadata->kernel->commit.substr(0, 12) +
+                         ", not from the commit being published (" + gate.commit.substr(0, 12) + ")");
+  }
+  return problems;
+}
+
 }  // namespace
 
 Result<void> check_release(const util::FileSystem& fs, const fs::path& kernel_dir, const config::KernelConfig& config,
@@ -140,8 +196,16 @@ Result<void> check_release(const util::FileSystem& fs, const fs::path& kernel_di
         warn("build/" + entry.variant + " is not compared with the sources: " + entry.reason);
     KB_TRY(refuse_stale(freshness, "publish", kernel_dir));
   }
+  const auto dirs = release_dirs(fs, kernel_dir, built, gate.from);
+  if (auto problems = provenance_problems(fs, dirs, gate, warn); !problems.empty())
+    return fail("the release would carry " + util::count_of(problems.size(), "variant") + " it must not:\n  " +
+                    util::join(problems, "\n  "),
+                "rebuild them from this commit (CI: every job of one run builds the same commit), or pass "
+                "--allow-other-commit to publish builds of another commit; --require-signed needs each "
+                "variant's metadata.json.sigstore",
+                ExitCode::failure);
   if (gate.allow_partial_archs) return {};
-  auto partial = partial_cuda_variants(fs, config, release_dirs(fs, kernel_dir, built, gate.from));
+  auto partial = partial_cuda_variants(fs, config, dirs);
   if (!partial.empty())
     return fail("a release must run on every GPU build.toml declares:\n  " + util::join(partial, "\n  "),
                 "rebuild with --cuda-archs all (kbuild build --matrix does), or pass --allow-partial-archs",

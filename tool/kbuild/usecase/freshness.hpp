@@ -56,7 +56,15 @@ struct ReleaseGate {
   bool allow_stale = false;
   bool allow_partial_archs = false;
   std::vector<std::filesystem::path> from;  ///< --from directories (empty: build/, which is judged for freshness)
+  /// The commit being published (the checkout's HEAD; empty: not a git checkout). A variant whose
+  /// metadata.json records another commit is refused unless `allow_other_commit`: gathered CI
+  /// artifacts of an older run would otherwise be released under this commit's tag.
+  std::string commit;
+  bool allow_other_commit = false;
+  /// Every variant must carry a metadata.json.sigstore that signs its metadata.json.
+  bool require_signed = false;
 };
+/// Also warns about variants built from a dirty tree (`kernels` warns every consumer of such a release).
 Result<void> check_release(const util::FileSystem& fs, const std::filesystem::path& kernel_dir,
                            const config::KernelConfig& config, const ReleaseGate& gate,
                            const std::function<void(const std::string&)>& warn);

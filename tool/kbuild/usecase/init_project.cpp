@@ -1,6 +1,7 @@
 #include "kbuild/usecase/init_project.hpp"
 
 #include "kbuild/usecase/hub_access.hpp"
+#include "kbuild/usecase/toolchains.hpp"
 
 #include <algorithm>
 #include <map>
@@ -16,12 +17,6 @@
 namespace kbuild::usecase {
 
 namespace {
-
-std::string replace_all(std::string text, const std::string& from, const std::string& to) {
-  for (size_t pos = 0; (pos = text.find(from, pos)) != std::string::npos; pos += to.size())
-    text.replace(pos, from.size(), to);
-  return text;
-}
 
 // build.toml without the [kernel.<component>] table of a backend that was not chosen (the template
 // has one table per backend, each ending at the next table or the end).
@@ -91,11 +86,30 @@ bool take_owner_from_token(InitRequest& request, Services& services) {
   return owner.has_value();
 }
 
+// kbuild.lock (with the workflow), then a git repository from the start: the ops id follows its tree
+// (stable across edits and checkouts). The lock is made before `git add`, so that it is staged too.
+void lock_and_stage(const InitRequest& request, Services& services, InitOutcome& outcome) {
+  if (request.ci && request.lock) {
+    auto locked = lock_toolchains({request.target, request.python, false}, services);
+    outcome.locked = locked.has_value();
+    if (!locked) outcome.lock_error = locked.error().message;
+  }
+  if (!request.git) return;
+  // `main` whatever git's init.defaultBranch says: the workflow runs on pushes to main. symbolic-ref
+  // rather than `init -b`, which gits before 2.28 lack.
+  const std::string dir = request.target.string();
+  auto ran = services.launcher.run({"git", "init", "-q", dir});
+  for (std::vector<std::string> next :
+       {std::vector<std::string>{"git", "-C", dir, "symbolic-ref", "HEAD", "refs/heads/main"},
+        std::vector<std::string>{"git", "-C", dir, "add", "-A"}})
+    if (ran && ran->exit_code == 0) ran = services.launcher.run(next);
+  outcome.git_created = ran && ran->exit_code == 0;
+}
+
 }  // namespace
 
 Result<InitOutcome> init_project(const InitRequest& given, Services& services) {
   auto& fs = services.fs;
-  auto& launcher = services.launcher;
   KB_TRY(validate(given, fs));
   InitRequest request = given;
   const bool owner_from_token = take_owner_from_token(request, services);
@@ -123,7 +137,7 @@ Result<InitOutcome> init_project(const InitRequest& given, Services& services) {
   auto written = [&]() -> Result<void> {
     for (const auto& path : layout::template_paths()) {
       if (!path.starts_with("init/")) continue;
-      std::string rel = replace_all(path.substr(5), "__PYTHON_NAME__", python_name);
+      std::string rel = util::replace_all(path.substr(5), "__PYTHON_NAME__", python_name);
       if (rel.ends_with(".in")) rel.resize(rel.size() - 3);
       if (rel == "gitignore" || rel == "clangd") rel = "." + rel;
       // The CUDA component's own sources; the CPU sources serve the CUDA variant too.
@@ -160,14 +174,7 @@ Result<InitOutcome> init_project(const InitRequest& given, Services& services) {
     return fail(placed.error());
   }
 
-  // A git repository from the start: the ops id follows its tree (stable across edits and checkouts).
-  if (request.git) {
-    auto git_init = launcher.run({"git", "init", "-q", request.target.string()});
-    auto git_add = git_init && git_init->exit_code == 0
-                       ? launcher.run({"git", "-C", request.target.string(), "add", "-A"})
-                       : git_init;
-    outcome.git_created = git_add && git_add->exit_code == 0;
-  }
+  lock_and_stage(request, services, outcome);
   return outcome;
 }
 

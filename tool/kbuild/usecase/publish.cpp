@@ -4,6 +4,7 @@
 #include "kbuild/usecase/hub_access.hpp"
 #include "kbuild/usecase/kernel_source.hpp"
 #include "kbuild/usecase/matrix_session.hpp"
+#include "kbuild/util/git.hpp"
 
 namespace kbuild::usecase {
 
@@ -21,7 +22,13 @@ Result<PublishOutcome> publish(const PublishRequest& request, Services& services
   options.force = request.force;
   options.has_token = hub.token.has_value();
   options.sources = request.sources;
-  ReleaseGate gate{request.allow_stale, request.allow_partial_archs, request.sources};
+  ReleaseGate gate;
+  gate.allow_stale = request.allow_stale;
+  gate.allow_partial_archs = request.allow_partial_archs;
+  gate.from = request.sources;
+  if (auto git = util::git_state(services.launcher, request.kernel_dir)) gate.commit = git->commit;
+  gate.allow_other_commit = request.allow_other_commit;
+  gate.require_signed = request.require_signed;
   KB_TRY(check_release(services.fs, request.kernel_dir, config, gate,
                        [&](const std::string& line) { services.reporter.warning(line); }));
   // What the release lacks is named when the matrix can be read; --require-all needs it.

@@ -27,6 +27,8 @@ struct PublishRequest {
   bool require_all = false;
   bool allow_stale = false;
   bool allow_partial_archs = false;
+  bool allow_other_commit = false;  ///< publish variants that record another commit than HEAD
+  bool require_signed = false;      ///< refuse variants without a valid metadata.json.sigstore
 };
 
 /// hub::PublishOutcome (status "uploaded", "no_changes", "dry_run", "pull_request_created").

@@ -7,9 +7,11 @@
 
 #include "kbuild/cache/usage.hpp"
 #include "kbuild/config/variant.hpp"
+#include "kbuild/layout/templates.hpp"
 #include "kbuild/toolchain/lock.hpp"
 #include "kbuild/usecase/freshness.hpp"
 #include "kbuild/usecase/kernel_source.hpp"
+#include "kbuild/usecase/test_envs.hpp"
 #include "kbuild/util/cache_layout.hpp"
 #include "kbuild/util/hash.hpp"
 #include "kbuild/util/interrupt.hpp"
@@ -20,149 +22,6 @@ namespace kbuild::usecase {
 namespace fs = std::filesystem;
 
 namespace {
-
-// What a Python's Torch is: "2.15.0+cu130 13.0 3.11" (the CUDA field empty for a CPU build).
-// Prints: Torch version, its CUDA version or '-', Python major.minor, tvm_ffi version or '-'.
-constexpr const char* k_probe =
-    "import sys, torch\n"
-    "try:\n    import tvm_ffi; tvm = tvm_ffi.__version__\nexcept Exception:\n    tvm = '-'\n"
-    "gpu = int(torch.cuda.is_available())\n"
-    "print(torch.__version__, torch.version.cuda or '-', f'{sys.version_info[0]}.{sys.version_info[1]}', tvm, gpu)";
-
-struct PythonTorch {
-  fs::path python;
-  std::string torch;                   ///< "2.15.0+cu130"
-  std::string torch_minor;             ///< "2.15"
-  std::optional<std::string> cuda;     ///< "13.0"
-  std::string python_version;          ///< "3.11"
-  std::optional<std::string> tvm_ffi;  ///< apache-tvm-ffi's version, when installed
-  bool gpu = false;                    ///< torch.cuda.is_available()
-};
-
-// The release part of a Python package version: "2.9.0.dev20250801+cu130" and "2.6.0a0+ecf3bae" (NGC)
-// are 2.9.0 and 2.6.0, "0.1.15.post2" is 0.1.15.
-std::optional<util::Version> release_version(const std::string& text) {
-  std::string release = text.substr(0, text.find_first_not_of("0123456789."));
-  while (!release.empty() && release.back() == '.') release.pop_back();
-  return util::Version::parse(release);
-}
-
-std::optional<PythonTorch> probe(util::ProcessLauncher& launcher, const fs::path& python) {
-  auto result = launcher.run({python.string(), "-c", k_probe});
-  if (!result || result->exit_code != 0) return std::nullopt;
-  auto fields = util::split(std::string(util::trim(result->out)), ' ');
-  if (fields.size() != 5) return std::nullopt;
-  auto version = release_version(fields[0]);
-  if (!version) return std::nullopt;
-  PythonTorch found{python, fields[0], version->major_minor(), std::nullopt, fields[2], std::nullopt, fields[4] == "1"};
-  if (fields[1] != "-") found.cuda = fields[1];
-  if (fields[3] != "-") found.tvm_ffi = fields[3];
-  return found;
-}
-
-// What pip installs as Torch for major.minor: the wheel kbuild.lock pins, from the downloads kbuild
-// made (verified again), when it fits this Python; else that version from the index; without a pin,
-// the newest patch release.
-struct TorchSource {
-  std::string requirement;  ///< for pip: a wheel's path, or "torch==2.15.0"
-  std::string version;      ///< "2.15.0" (names the environment)
-};
-
-TorchSource torch_source(const util::FileSystem& fs, const util::Environment& env, const fs::path& kernel_dir,
-                         const std::string& minor, const std::string& python_version) {
-  auto text = fs.read_file(kernel_dir / "kbuild.lock");
-  auto lock = text ? toolchain::LockFile::parse(*text, "kbuild.lock") : Result<toolchain::LockFile>(fail("no lock"));
-  const auto* pinned = lock ? lock->find(toolchain::toolchain_name("torch", minor)) : nullptr;
-  if (!pinned || pinned->empty()) return {"torch==" + minor + ".*", minor};
-  const toolchain::LockedArtifact& wheel = pinned->front();
-  std::string tag =
-      "cp" + python_version.substr(0, python_version.find('.')) + python_version.substr(python_version.find('.') + 1);
-  fs::path downloaded = util::CacheLayout::from_environment(env).downloads() / wheel.sha256 / wheel.file;
-  if (wheel.file.find("-" + tag + "-" + tag + "-") != std::string::npos && fs.stat(downloaded).is_file)
-    if (auto sha = util::sha256_file_hex(fs, downloaded); sha && *sha == wheel.sha256)
-      return {downloaded.string(), wheel.version};
-  return {"torch==" + wheel.version, wheel.version};
-}
-
-// Removes ".<dir name>.tmp<pid>-..." siblings of `dir` whose process no longer runs (util::temp_sibling
-// names them so).
-void sweep_dead_stagings(util::FileSystem& fs, const fs::path& dir) {
-  auto entries = fs.list_dir(dir.parent_path());
-  if (!entries) return;
-  const std::string prefix = "." + dir.filename().string() + ".tmp";
-  for (const auto& entry : *entries) {
-    if (!entry.name.starts_with(prefix)) continue;
-    std::string digits = entry.name.substr(prefix.size(), entry.name.find('-', prefix.size()) - prefix.size());
-    if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
-    if (!util::process_alive(std::stoi(digits))) (void)fs.remove_all(dir.parent_path() / entry.name);
-  }
-}
-
-// The environment for `requirement` ("torch==2.15.0"), created when missing.
-Result<fs::path> test_environment(const TestRequest& request, Services& services, const PythonTorch& base,
-                                  const TorchSource& torch) {
-  const std::string& requirement = torch.requirement;
-  const fs::path tests_requirements = request.kernel_dir / "tests" / "requirements.txt";
-  std::string extra = services.fs.read_file(tests_requirements).value_or("");
-  std::string key = util::sha256_hex(requirement + "\n" + base.python_version + "\n" + extra).substr(0, 10);
-  const std::string& version = torch.version;
-  auto cache = util::CacheLayout::from_environment(services.env);
-  fs::path dir = cache.test_envs() / ("torch-" + version + "-py" + base.python_version + "-" + key);
-  fs::path python = dir / "bin" / "python";
-  if (services.fs.stat(dir / ".complete").is_file) {
-    (void)services.fs.touch(dir / ".complete");  // last used, for `kbuild cache prune`
-    return python;
-  }
-
-  const std::string what = "a test environment for " + requirement + " (Python " + base.python_version + ") in " +
-                           dir.string() + " (pip downloads Torch: several GB)";
-  if (!request.create_env && !services.reporter.confirm("create " + what + "?"))
-    return fail("kbuild test needs " + what,
-                "pass --create-env to create it (once; later runs reuse it), or --python with a Python whose Torch "
-                "is " +
-                    version,
-                ExitCode::toolchain);
-  services.reporter.info("kbuild: creating " + what);
-  KB_TRY(services.fs.make_dirs(cache.test_envs()));
-  fs::path staging = util::temp_sibling(dir);
-  // Stagings of earlier runs that were killed (SIGKILL, power loss): their processes are gone.
-  sweep_dead_stagings(services.fs, dir);
-  auto failed = [&](const std::string& what, const util::ProcessResult* result) -> Result<fs::path> {
-    (void)services.fs.remove_all(staging);
-    std::string output = result ? std::string(util::trim(result->out + result->err)) : "";
-    return fail("cannot create the test environment for " + requirement + ": " + what +
-                    (output.empty() ? "" : "\n" + output.substr(output.size() > 4000 ? output.size() - 4000 : 0)),
-                "check that pip can reach PyPI (or your index) and that the version exists", ExitCode::toolchain);
-  };
-  util::ProcessOptions quiet;
-  quiet.inherit_output = request.pip_progress;
-  auto venv = services.launcher.run({base.python.string(), "-m", "venv", staging.string()});
-  if (!venv || venv->exit_code != 0) return failed("python -m venv failed", venv ? &*venv : nullptr);
-  std::vector<std::string> pip = {(staging / "bin" / "python").string(), "-m",        "pip",     "install",
-                                  "--disable-pip-version-check",         requirement, "kernels", "pytest"};
-  if (!request.pip_progress) pip.push_back("-q");
-  if (!extra.empty()) {
-    pip.push_back("-r");
-    pip.push_back(tests_requirements.string());
-  }
-  auto installed = services.launcher.run(pip, quiet);
-  if (util::interrupted()) {
-    (void)services.fs.remove_all(staging);
-    return fail("interrupted while creating the test environment (nothing was kept)", "", ExitCode::interrupted);
-  }
-  if (!installed || installed->exit_code != 0) return failed("pip install failed", installed ? &*installed : nullptr);
-  if (auto marked = services.fs.write_file_atomic(staging / ".complete", requirement + "\n" + extra); !marked) {
-    (void)services.fs.remove_all(staging);
-    return fail(marked.error());
-  }
-  if (auto renamed = services.fs.rename(staging, dir); !renamed) {
-    (void)services.fs.remove_all(staging);
-    if (!services.fs.stat(dir / ".complete").is_file) return fail(renamed.error());  // else: made meanwhile
-  }
-  if (auto size = util::tree_size(services.fs, dir))
-    services.reporter.info("kbuild: created " + dir.string() + " (" + util::human_size(*size) + ")");
-  return python;
-}
 
 // A variant name's backend as the tests see it.
 std::string backend_of(const config::Variant& variant) { return config::to_string(variant.backend); }
@@ -177,6 +36,8 @@ std::string to_string(VariantTestResult::Status status) {
       return "failed";
     case VariantTestResult::Status::not_tested:
       return "not tested";
+    case VariantTestResult::Status::loaded:
+      return "loaded";
   }
   return "failed";
 }
@@ -235,7 +96,7 @@ Result<std::vector<std::pair<std::string, config::Variant>>> select_variants(con
 
 // The --python interpreter and its Torch (none: it still creates the environments).
 Result<PythonTorch> base_python(const TestRequest& request, Services& services) {
-  if (auto base = probe(services.launcher, request.python)) return *base;
+  if (auto base = probe_python(services.launcher, request.python)) return *base;
   auto python = services.launcher.find(request.python);
   if (!python)
     return fail("cannot run Python interpreter \"" + request.python + "\"", "pass --python /path/to/python3",
@@ -246,6 +107,8 @@ Result<PythonTorch> base_python(const TestRequest& request, Services& services) 
     return fail("\"" + request.python + "\" does not run", "pass --python /path/to/python3", ExitCode::toolchain);
   return PythonTorch{*python, "", "", std::nullopt, std::string(util::trim(version->out)), std::nullopt};
 }
+
+constexpr std::string_view k_no_gpu = "no GPU here (torch.cuda.is_available() is False): its CUDA kernels cannot run";
 
 // Why `env` cannot load `variant`, if it cannot: a Torch variant needs its Torch version, a stable-ABI
 // variant a Torch at least as new as its version, a CUDA variant a Torch built for its CUDA.
@@ -273,7 +136,7 @@ std::optional<std::string> unloadable_reason(const config::Variant& variant, con
            (env.cuda ? "built for CUDA " + *env.cuda : std::string("a CPU build")) +
            "; the variant needs one built for CUDA " + (variant.cuda ? variant.cuda->major_minor() : "?");
   // Its tests would pass by skipping every CUDA test: that is not a tested CUDA variant.
-  if (!env.gpu) return "no GPU here (torch.cuda.is_available() is False): its CUDA kernels cannot run";
+  if (!env.gpu) return std::string(k_no_gpu);
   return std::nullopt;
 }
 
@@ -351,6 +214,49 @@ Result<void> require_current(const TestRequest& request, Services& services, con
   return refuse_stale(freshness, "test", request.kernel_dir);
 }
 
+// A variant whose tests cannot run here (no GPU) imported with `env`'s Torch, its ops checked for a
+// kernel of its device (templates/checks/load_variant.py).
+Result<void> load_variant(const TestRequest& request, Services& services, const config::KernelConfig& config,
+                          const std::string& name, const PythonTorch& env, VariantTestResult& result) {
+  auto script = layout::find_template("checks/load_variant.py");
+  if (!script) return fail("internal error: the load check is not embedded");
+  auto cache = util::CacheLayout::from_environment(services.env);
+  fs::path import_dir = util::temp_sibling(cache.temp() / ("pythonpath-" + name));
+  KB_TRY(services.fs.make_dirs(import_dir));
+  KB_TRY(services.fs.create_symlink(request.kernel_dir / "build" / name, import_dir / config.general.python_name()));
+  util::ProcessOptions options;
+  options.env = {{"PYTHONPATH", import_dir.string()}, {"PYTHONDONTWRITEBYTECODE", "1"}, {"HF_HUB_OFFLINE", "1"}};
+  auto run = services.launcher.run(
+      {env.python.string(), "-c", std::string(*script), config.general.python_name(), "CUDA"}, options);
+  (void)services.fs.remove_all(import_dir);
+  if (!run) return fail(run.error());
+  std::string out(util::trim(run->out + (run->exit_code == 0 ? "" : run->err)));
+  if (run->exit_code != 0) {
+    result.status = VariantTestResult::Status::failed;
+    result.reason = "it does not load: " + out.substr(0, out.find('\n'));
+    result.output = out;
+    return {};
+  }
+  auto ops = util::split(out, ' ');
+  ops.erase(ops.begin());  // the namespace
+  result.status = VariantTestResult::Status::loaded;
+  result.reason = "no GPU here, its tests were not run; it loads with Torch " + env.torch +
+                  " and has a CUDA kernel for every op (" + util::join(ops, ", ") + ")";
+  return {};
+}
+
+// The Python whose Torch serves `wanted`: the base one, or a test environment (made once per build).
+Result<TestEnvironment> python_for(const TestRequest& request, Services& services, const PythonTorch& base,
+                                   const TorchWanted& wanted, std::map<std::string, TestEnvironment>& made) {
+  if (serves(base, wanted)) return TestEnvironment{base, ""};
+  const std::string key = wanted.minor + "/" + wanted.compute;
+  if (auto found = made.find(key); found != made.end()) return found->second;
+  TestEnvRequest env_request{request.kernel_dir, request.torch_index, request.create_env, request.pip_progress};
+  KB_TRY_ASSIGN(TestEnvironment env, torch_environment(env_request, services, base, wanted));
+  made[key] = env;
+  return env;
+}
+
 }  // namespace
 
 Result<TestOutcome> test_variants(const TestRequest& request, Services& services) {
@@ -361,7 +267,7 @@ Result<TestOutcome> test_variants(const TestRequest& request, Services& services
                 cache::hold_cache_in_use(services.fs, util::CacheLayout::from_environment(services.env).root));
   KB_TRY(require_current(request, services, config, selected));
   KB_TRY_ASSIGN(PythonTorch base, base_python(request, services));
-  std::map<std::string, PythonTorch> by_minor;  // Torch major.minor -> the Python that has it
+  std::map<std::string, TestEnvironment> made;  // "minor/compute" -> its environment
   std::vector<VariantTestResult> results;
   for (const auto& [name, variant] : selected) {
     // A stable-ABI variant is tested with the oldest Torch it promises to serve.
@@ -370,28 +276,21 @@ Result<TestOutcome> test_variants(const TestRequest& request, Services& services
     std::string minor = !request.torch.empty() ? request.torch
                         : own_torch            ? variant.torch.major_minor()
                                                : base.torch_minor;
-    if (!by_minor.count(minor)) {
-      if (!minor.empty() && minor == base.torch_minor) {
-        by_minor[minor] = base;
-      } else {
-        TorchSource torch =
-            minor.empty() ? TorchSource{"torch", "latest"}
-                          : torch_source(services.fs, services.env, request.kernel_dir, minor, base.python_version);
-        KB_TRY_ASSIGN(fs::path python, test_environment(request, services, base, torch));
-        auto env = probe(services.launcher, python);
-        if (!env)
-          return fail(
-              "the test environment at " + python.parent_path().parent_path().string() + " has no working Torch",
-              "delete it; kbuild test creates it again", ExitCode::toolchain);
-        by_minor[minor] = *env;
-      }
-    }
-    const PythonTorch& env = by_minor.at(minor);
+    KB_TRY_ASSIGN(TestEnvironment found, python_for(request, services, base, torch_wanted(variant, minor), made));
     VariantTestResult result;
     result.variant = name;
+    if (!found.env) {
+      result.reason = found.unavailable;
+      results.push_back(std::move(result));
+      continue;
+    }
+    const PythonTorch& env = *found.env;
     result.torch = env.torch;
     result.python = env.python;
-    if (auto reason = unloadable_reason(variant, env))
+    auto reason = unloadable_reason(variant, env);
+    if (reason && *reason == k_no_gpu && request.best_effort && variant.traits().torch_toolchain)
+      KB_TRY(load_variant(request, services, config, name, env, result));
+    else if (reason)
       result.reason = *reason;
     else
       KB_TRY(run_pytest(request, services, config, name, variant, env, result));

@@ -4,14 +4,9 @@
 // link.
 //
 // The Torch for a variant: the version it was built for (a torch-stable-abi variant: the oldest
-// version it serves, its stable-ABI version), or --torch for all of them.
-// The Python for that Torch: the --python interpreter when its Torch has that major.minor;
-// otherwise a virtual environment kept in $KBUILD_CACHE/test-envs/, created once per Torch version,
-// Python version and test requirements with `python -m venv` and pip: torch at the version pinned in
-// kbuild.lock (torch-X.Y: the wheel kbuild downloaded, verified again, when it fits the Python; else
-// that version from the index), `kernels`, `pytest`, and the kernel's tests/requirements.txt. It is
-// assembled under a temporary name and renamed into place with a .complete marker, so an
-// interrupted creation is never used.
+// version it serves, its stable-ABI version), or --torch for all of them; for a CUDA variant, a Torch
+// built for its CUDA. The Python: --python's when its Torch is that build, else a test environment
+// (usecase/test_envs.hpp: made once, Torch from the Torch index for the variant's compute).
 //
 // Each run gets, in its environment, what kernel-builder's testshell sets, so that tests written for
 // it run unchanged: LOCAL_KERNELS="<general.hub.repo-id>=<the variant's directory>" (get_kernel of
@@ -19,8 +14,10 @@
 // with the variant's directory and a directory where `import <python_name>` finds the variant; and
 // HF_HUB_OFFLINE=1 unless `online`. Also KBUILD_TEST_VARIANT (the variant's name),
 // KBUILD_TEST_VARIANT_DIR (its directory) and KBUILD_TEST_BACKEND (cpu, cuda, ...). A CUDA variant is
-// tested only with a Torch built for its CUDA version (PyPI has one CUDA build per Torch release) on
-// a machine with a GPU; others are reported "not tested" with the reason, never "passed".
+// tested only on a machine with a GPU; others are reported "not tested" with the reason, never
+// "passed". With `best_effort` (CI runners without a GPU), a CUDA variant there is instead imported
+// with its Torch and every op of its namespace checked to have a CUDA kernel
+// (templates/checks/load_variant.py): "loaded", its tests "not run (no GPU)".
 //
 // Before anything runs, every selected variant must be current (usecase/freshness.hpp): a variant
 // older than its sources is refused (exit code 1) unless `allow_stale`.
@@ -49,13 +46,19 @@ struct TestRequest {
   bool allow_stale = false;   ///< test variants older than their sources too (usecase/freshness.hpp)
   bool online = false;        ///< leave HF_HUB_OFFLINE unset in the test runs
   bool create_env = false;    ///< create missing test environments without asking
+  /// Where new test environments get Torch (config::choose_torch_index): a URL template or "pypi".
+  std::string torch_index = "https://download.pytorch.org/whl/{compute}";
+  /// Test what this machine can: a CUDA variant without a GPU is loaded and its ops checked
+  /// (status loaded); callers then count not_tested and loaded as no failure.
+  bool best_effort = false;
 };
 
 struct VariantTestResult {
-  enum class Status { passed, failed, not_tested };
+  /// loaded: imported and its ops checked, the tests not run (best_effort, no GPU).
+  enum class Status { passed, failed, not_tested, loaded };
   std::string variant;
   Status status = Status::not_tested;
-  std::string reason;  ///< not_tested and failed: why
+  std::string reason;  ///< not_tested, loaded and failed: why
   std::string torch;   ///< the Torch version the tests ran with
   std::filesystem::path python;
   int tests = 0, failures = 0, errors = 0, skipped = 0;

@@ -11,6 +11,8 @@ namespace kbuild::util {
 
 std::vector<std::string> split(std::string_view text, char separator);
 std::string join(const std::vector<std::string>& parts, std::string_view separator);
+/// `text` with every occurrence of `from` (non-empty) replaced by `to`, left to right.
+std::string replace_all(std::string text, std::string_view from, std::string_view to);
 std::string_view trim(std::string_view text);
 /// `text` with A-Z turned into a-z (bytes outside ASCII unchanged).
 std::string ascii_lowercase(std::string_view text);
