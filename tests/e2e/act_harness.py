@@ -58,9 +58,10 @@ def dev_wheel(kbuild, out_dir: Path) -> Path:
 
 
 class ActRunner:
-    """One simulated runner machine: a home of its own (~/.cache/kbuild starts empty but for the shared
-    toolchains and test environments, gigabytes that every e2e test shares), a cache store kept across
-    runs, an artifact store per run."""
+    """Simulated runner machines: every job that checks out starts from a fresh copy of one home
+    (~/.cache/kbuild empty but for the shared toolchains and test environments, gigabytes that every
+    e2e test shares; the checkout stand-in makes the copy), a cache store kept across runs, an artifact
+    store per run."""
 
     def __init__(self, root: Path, repository: Path):
         self.root = root
@@ -84,6 +85,7 @@ class ActRunner:
         event.write_text(json.dumps({"ref": ref}))
         command = [str(ACT), "push", "-e", str(event), "-W", str(workflow), "-P", "ubuntu-24.04=-self-hosted",
                    "--action-cache-path", str(self.root / "act"), "--no-cache-server", "--concurrent-jobs", "2",
+                   "--no-skip-checkout",  # else act copies its working directory instead of checking out
                    *stand_in_arguments(workflow.read_text())]
         for name, value in (variables or {}).items():
             command += ["--var", f"{name}={value}"]
@@ -91,7 +93,8 @@ class ActRunner:
             command += ["-s", f"{name}={value}"]
         run_env = {k: v for k, v in os.environ.items() if not k.startswith(("KBUILD_CACHE", "HF_", "GITHUB_"))}
         run_env.update(HOME=str(self.home), ACT_STANDIN_REPOSITORY=str(self.repository),
-                       ACT_STANDIN_ARTIFACTS=str(artifacts), ACT_STANDIN_CACHE=str(self.cache_store), **(env or {}))
+                       ACT_STANDIN_ARTIFACTS=str(artifacts), ACT_STANDIN_CACHE=str(self.cache_store),
+                       ACT_STANDIN_HOME_TEMPLATE=str(self.home), **(env or {}))
         result = subprocess.run(command, cwd=self.repository, env=run_env, capture_output=True, text=True,
                                 timeout=timeout)
         (self.root / f"act-{self.runs}.log").write_text(result.stdout + result.stderr)

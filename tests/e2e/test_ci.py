@@ -51,7 +51,7 @@ def test_the_workflow_is_valid_and_its_steps_build_gather_and_publish(tmp_path, 
     assert lint.returncode == 0, lint.stdout + lint.stderr
     runs, document = workflow_runs(workflow)
     assert any("kbuild variants kernels/img2gray --json" in run for run in runs["variants"])
-    assert 'kbuild build kernels/img2gray --variant "$VARIANT" --locked' in runs["build"]
+    assert any('kbuild build kernels/img2gray --variant "$VARIANT" --locked' in run for run in runs["build"])
     # Tests run as far as a runner without a GPU can (CPU variants; CUDA variants loaded), their results
     # reported for the release summary.
     assert any('kbuild test kernels/img2gray --variant "$VARIANT" --create-env --best-effort' in run and

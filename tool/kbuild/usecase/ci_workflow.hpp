@@ -18,7 +18,12 @@ namespace kbuild::usecase {
 inline constexpr const char* k_workflow_settings =
     "  vars.KBUILD_WHEEL_URL + vars.KBUILD_WHEEL_SHA256   kbuild's wheel, pinned (or vars.KBUILD_REPO +\n"
     "                                                     vars.KBUILD_REF: kbuild built once per run)\n"
-    "  secrets.HF_TOKEN                                   publishing on tags v*\n"
+    "  secrets.HF_TOKEN                                   publishing on tags v* (environment \"release\")\n"
+    "  vars.KBUILD_GPU_RUNNER                             optional: a runner label with a GPU, where the\n"
+    "                                                     CUDA variants' tests run before a release\n"
+    "  vars.KBUILD_SIGNING                                optional: required or off (default: sign where\n"
+    "                                                     the job has an OIDC token, else say why not)\n"
+    "  vars.KBUILD_TORCH_INDEX                            optional: where tests get Torch (--torch-index)\n"
     "  vars.KBUILD_REMOTE_CACHE, secrets.KBUILD_REMOTE_CACHE_TOKEN   optional: a shared compile cache\n";
 
 struct CiWorkflow {

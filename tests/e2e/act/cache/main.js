@@ -17,7 +17,7 @@ if (!matched) {
   }
 }
 if (matched) {
-  execFileSync("tar", ["-C", "/", "-xzf", entryFile(matched)]);
+  execFileSync("tar", ["-C", process.env.HOME, "-xzf", entryFile(matched)]);
   console.log(`Cache restored from key: ${matched}`);
 } else {
   console.log(`Cache not found for input keys: ${[key, ...lines(input("restore-keys"))].join(", ")}`);
