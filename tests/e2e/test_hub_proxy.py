@@ -20,6 +20,7 @@ from test_hub_security import add_token, raw, request, run_client, start
 pytestmark = pytest.mark.slow
 
 PER_CLIENT = 4
+PROXY_SECRET = "proxy-secret-of-the-e2e-deployment-0123456789"
 
 NGINX_PROXY_CONF = """\
 {user}
@@ -42,7 +43,7 @@ http {{
   server {{
     listen 127.0.0.1:{port};
     client_max_body_size 0;
-    proxy_request_buffering off;
+    client_body_timeout 30s;
     proxy_buffering off;
     location / {{
       proxy_pass http://registry;
@@ -50,6 +51,7 @@ http {{
       proxy_set_header Connection "";
       proxy_set_header Host $http_host;
       proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+      proxy_set_header X-Kbuild-Proxy-Secret "{secret}";
     }}
   }}
 }}
@@ -70,6 +72,7 @@ def deployment(tmp_path_factory):
     (root / "config.toml").write_text(textwrap.dedent(f"""\
         [server]
         trusted-proxies = ["127.0.0.1"]
+        proxy-secret = "{PROXY_SECRET}"
 
         [limits]
         max-connections-per-client = {PER_CLIENT}
@@ -79,7 +82,8 @@ def deployment(tmp_path_factory):
     proxy_port = free_port()
     public = f"http://127.0.0.1:{proxy_port}"
     process, url = start(root, "--port", "0", "--base-url", public, "--log", str(root / "access.log"))
-    with running_nginx(root / "nginx", NGINX_PROXY_CONF, proxy_port, upstream=Endpoint(url).port):
+    with running_nginx(root / "nginx", NGINX_PROXY_CONF, proxy_port, upstream=Endpoint(url).port,
+                       secret=PROXY_SECRET):
         yield {"root": root, "token": token, "registry": Endpoint(url), "proxy": Endpoint(public)}
     process.terminate()
     assert process.wait(timeout=15) == 0
@@ -164,10 +168,11 @@ def test_idle_keep_alive_connections_give_their_workers_up(deployment):
     registry = deployment["registry"]
     idle = []
     try:
-        # More kept-alive connections than workers (64), each idle after one answer; from the trusted
-        # address, so that the per-client limit does not refuse them first.
-        for _ in range(72):
-            sock = socket.create_connection((registry.host, registry.port), timeout=10)
+        # More kept-alive connections than the base workers (64), each idle after one answer; from 18
+        # addresses, so that the per-client limit does not refuse them first.
+        for index in range(72):
+            sock = socket.create_connection((registry.host, registry.port), timeout=10,
+                                            source_address=(f"127.0.4.{1 + index // PER_CLIENT}", 0))
             sock.sendall(b"GET /api/models/alice/none HTTP/1.1\r\nHost: x\r\n\r\n")
             idle.append(sock)
         for sock in idle:
@@ -189,3 +194,38 @@ def test_bursts_of_connections_fit_the_listen_backlog(deployment):
                          check=True).stdout.split()
     backlog = int(out[2])  # Send-Q of a listening socket: its backlog
     assert backlog >= 128, out  # httplib's own is 5
+
+
+def test_the_proxys_own_host_is_a_client_like_any_other(deployment):
+    """A client on the proxy's address that talks to the registry directly, without the proxy's secret:
+    its X-Forwarded-For is ignored, its wrong tokens are throttled, and its connections are capped."""
+    registry = deployment["registry"]
+    forged = b"GET /api/models/alice/forged HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 203.0.113.77\r\nConnection: close\r\n\r\n"
+    assert raw(registry, forged).startswith(b"HTTP/1.1 404")
+    last = (deployment["root"] / "access.log").read_text().splitlines()[-1]
+    assert last.endswith(" 127.0.0.1"), last
+    # A wrong secret is no secret.
+    wrong = forged.replace(b"Connection: close", b"X-Kbuild-Proxy-Secret: guessed-0123456789-0123456789-01\r\nConnection: close")
+    assert raw(registry, wrong).startswith(b"HTTP/1.1 404")
+    assert (deployment["root"] / "access.log").read_text().splitlines()[-1].endswith(" 127.0.0.1")
+    # Rotating X-Forwarded-For does not spread wrong tokens over many "clients".
+    statuses = []
+    for index in range(25):
+        answer = raw(registry, (f"GET /api/whoami-v2 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer hf_wrongwrongwrongwrong9\r\n"
+                                f"X-Forwarded-For: 198.51.100.{index}\r\nConnection: close\r\n\r\n").encode())
+        statuses.append(int(answer.split(b" ", 2)[1]))
+    assert statuses[0] == 401 and statuses[-1] == 429, statuses
+    # Its connections count against the per-client cap once they carry a request without the secret.
+    held = []
+    try:
+        for _ in range(PER_CLIENT):
+            sock = socket.create_connection((registry.host, registry.port), timeout=5)
+            sock.sendall(b"GET /api/models/alice/none HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert sock.recv(65536).startswith(b"HTTP/1.1 404")
+            held.append(sock)
+        assert raw(registry, b"GET /api/models/alice/none HTTP/1.1\r\nHost: x\r\n\r\n").startswith(b"HTTP/1.1 429")
+        # The proxy's own connections carry the secret: they are not capped meanwhile.
+        assert request(deployment["proxy"], "GET", "/api/models/alice/none", source="127.0.0.9")[0] == 404
+    finally:
+        for sock in held:
+            sock.close()

@@ -8,7 +8,9 @@ alive (reconnecting only when the server closed it, which is counted). The reade
 --addresses loopback addresses (127.0.1.x), so that the per-client connection limit (16 by default)
 is not what is measured. While they run, a publisher commits --commits times through the commit
 endpoint with a token. The script prints latency percentiles of the reads and of the commits, and
-the counts of errors, resets and reconnections.
+the counts of errors, resets and reconnections. With --large N, the first N readers also download a
+--large-mb MB file each round (on their kept-alive connection), so that the workers are busy with
+large answers while the other readers' requests wait for one: every request must still be answered.
 
 Either --kbuild (a fresh registry in a temporary directory, served on a free port) or --url and
 --token (an existing server, with a repository the token may create). Standard library only, so the
@@ -34,6 +36,7 @@ from slow_clients import start_server  # noqa: E402
 
 REPO = "alice/keepalive"
 FILE = "README.md"
+LARGE_FILE = "large.bin"
 
 
 async def read_response(reader):
@@ -75,18 +78,22 @@ def get(host, path):
     return f"GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode()
 
 
-async def reader_task(host, port, index, rounds, pause, addresses, stats):
+async def reader_task(host, port, index, rounds, pause, addresses, stats, large=False):
     source = f"127.0.1.{1 + index % addresses}"
     connection = {"writer": None, "opened": 0}
     paths = [f"/api/models/{REPO}", f"/{REPO}/resolve/main/{FILE}"]
+    if large:
+        paths.append(f"/{REPO}/resolve/main/{LARGE_FILE}")
     try:
         for _ in range(rounds):
             for path in paths:
                 started = time.monotonic()
-                status, _, _ = await exchange(host, port, connection, get(host, path), source)
-                stats["reads"].append(time.monotonic() - started)
+                status, body, _ = await exchange(host, port, connection, get(host, path), source)
+                (stats["downloads"] if path.endswith(LARGE_FILE) else stats["reads"]).append(time.monotonic() - started)
                 if status != 200:
                     stats["errors"].append(f"{path}: {status}")
+                elif path.endswith(LARGE_FILE) and len(body) != stats["large_bytes"]:
+                    stats["errors"].append(f"{path}: {len(body)} bytes of {stats['large_bytes']}")
             await asyncio.sleep(random.uniform(0, pause))
     except (OSError, asyncio.IncompleteReadError) as error:
         stats["errors"].append(f"reader {index}: {type(error).__name__}: {error}")
@@ -96,10 +103,10 @@ async def reader_task(host, port, index, rounds, pause, addresses, stats):
             connection["writer"].close()
 
 
-async def commit(host, port, token, number):
+async def commit(host, port, token, number, path=FILE, content=None):
     header = {"key": "header", "value": {"summary": f"publish {number}", "description": ""}}
-    content = f"release {number}\n".encode()
-    file = {"key": "file", "value": {"path": FILE, "encoding": "base64", "content": base64.b64encode(content).decode()}}
+    content = content if content is not None else f"release {number}\n".encode()
+    file = {"key": "file", "value": {"path": path, "encoding": "base64", "content": base64.b64encode(content).decode()}}
     body = (json.dumps(header) + "\n" + json.dumps(file) + "\n").encode()
     message = (f"POST /api/models/{REPO}/commit/main HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\n"
                f"Content-Type: application/x-ndjson\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
@@ -127,7 +134,7 @@ async def publisher(host, port, token, commits, spacing, stats):
         stats["commits"].append(time.monotonic() - started)
 
 
-async def prepare(host, port, token):
+async def prepare(host, port, token, large_bytes=0):
     body = json.dumps({"name": REPO.split("/")[1]}).encode()
     reader, writer = await asyncio.open_connection(host, port)
     writer.write((f"POST /api/repos/create HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\n"
@@ -141,15 +148,20 @@ async def prepare(host, port, token):
     status, answer = await commit(host, port, token, 0)
     if status != 200:
         raise SystemExit(f"cannot commit to {REPO}: {status} {answer!r}")
+    if large_bytes:
+        status, answer = await commit(host, port, token, 0, LARGE_FILE, os.urandom(large_bytes))
+        if status != 200:
+            raise SystemExit(f"cannot commit {LARGE_FILE} to {REPO}: {status} {answer[:200]!r}")
 
 
-async def run(url, token, readers, rounds, pause, addresses, commits):
+async def run(url, token, readers, rounds, pause, addresses, commits, large=0, large_mb=50):
     parsed = urllib.parse.urlsplit(url)
     host, port = parsed.hostname, parsed.port
-    await prepare(host, port, token)
-    stats = {"reads": [], "commits": [], "errors": [], "reconnects": 0}
+    large_bytes = large_mb * 1000 * 1000 if large else 0
+    await prepare(host, port, token, large_bytes)
+    stats = {"reads": [], "downloads": [], "commits": [], "errors": [], "reconnects": 0, "large_bytes": large_bytes}
     started = time.monotonic()
-    tasks = [reader_task(host, port, i, rounds, pause, addresses, stats) for i in range(readers)]
+    tasks = [reader_task(host, port, i, rounds, pause, addresses, stats, i < large) for i in range(readers)]
     tasks.append(publisher(host, port, token, commits, pause * rounds / (commits + 1), stats))
     await asyncio.gather(*tasks)
     stats["wall"] = time.monotonic() - started
@@ -161,11 +173,13 @@ def percentile(values, fraction):
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))] if ordered else float("nan")
 
 
-def measure(url, token, readers=1000, rounds=3, pause=3.0, addresses=100, commits=5):
+def measure(url, token, readers=1000, rounds=3, pause=3.0, addresses=100, commits=5, large=0, large_mb=50):
     """Runs the readers and the publisher; returns their figures (seconds)."""
-    stats = asyncio.run(run(url, token, readers, rounds, pause, addresses, commits))
+    stats = asyncio.run(run(url, token, readers, rounds, pause, addresses, commits, large, large_mb))
     return {
         "reads": len(stats["reads"]),
+        "downloads": len(stats["downloads"]),
+        "download_max": max(stats["downloads"], default=float("nan")),
         "read_p50": percentile(stats["reads"], 0.50),
         "read_p99": percentile(stats["reads"], 0.99),
         "read_max": max(stats["reads"], default=float("nan")),
@@ -188,6 +202,8 @@ def main():
     parser.add_argument("--pause", type=float, default=3.0)
     parser.add_argument("--addresses", type=int, default=100)
     parser.add_argument("--commits", type=int, default=5)
+    parser.add_argument("--large", type=int, default=0, help="readers that also download the large file")
+    parser.add_argument("--large-mb", type=int, default=50)
     args = parser.parse_args()
     process = None
     with tempfile.TemporaryDirectory() as root:
@@ -198,7 +214,8 @@ def main():
         else:
             raise SystemExit("give --kbuild, or --url and --token")
         try:
-            figures = measure(url, token, args.readers, args.rounds, args.pause, args.addresses, args.commits)
+            figures = measure(url, token, args.readers, args.rounds, args.pause, args.addresses, args.commits,
+                              args.large, args.large_mb)
         finally:
             if process:
                 process.terminate()
@@ -207,6 +224,8 @@ def main():
           f"{args.commits} commits, wall {figures['wall']:.1f} s")
     print(f"reads:   {figures['reads']}  p50 {figures['read_p50'] * 1000:.0f} ms  p99 {figures['read_p99'] * 1000:.0f} ms"
           f"  max {figures['read_max'] * 1000:.0f} ms  reconnections {figures['reconnects']}")
+    if args.large:
+        print(f"large:   {figures['downloads']} downloads of {args.large_mb} MB, max {figures['download_max']:.1f} s")
     print(f"commits: {figures['commits']}  mean {figures['commit_mean'] * 1000:.0f} ms"
           f"  max {figures['commit_max'] * 1000:.0f} ms")
     print(f"errors:  {len(figures['errors'])}" + "".join(f"\n  {e}" for e in figures["errors"][:10]))

@@ -3,8 +3,10 @@
 
 N "slow" clients open connections and trickle request headers (one header line every --interval
 seconds, never finishing the request), reconnecting whenever the server drops them, as a slowloris
-attacker would. Meanwhile a normal client times `GET /api/whoami-v2` with a token, one new connection
-per request, and the script prints the normal client's latency percentiles.
+attacker would; with --mode body they send complete headers of an anonymous POST announcing a 16 MiB
+body instead, and trickle the body (64 KiB every --interval seconds: above any per-read floor).
+Meanwhile a normal client times `GET /api/whoami-v2` with a token, one new connection per request
+(every tenth request a commit instead), and the script prints the normal client's latency percentiles.
 
 The slow clients connect from --slow-source (default 127.0.0.2; several, comma-separated, are used in
 turn) and the normal client from --normal-source (default 127.0.0.1): on Linux every 127.0.0.0/8
@@ -19,6 +21,7 @@ a free port) or --url and --token (an existing server). Standard library only.
 """
 
 import argparse
+import base64
 import http.client
 import json
 import os
@@ -32,9 +35,13 @@ import time
 import urllib.parse
 
 
-def start_server(kbuild, root):
+def start_server(kbuild, root, limits=""):
+    """A fresh registry in `root` with a token for alice (and `limits`, TOML lines of [limits])."""
     token = subprocess.run([kbuild, "hub", "token", "--root", root, "--user", "alice"], check=True,
                            capture_output=True, text=True).stdout.strip()
+    if limits:
+        with open(os.path.join(root, "config.toml"), "a") as config:
+            config.write("\n[limits]\n" + limits + "\n")
     process = subprocess.Popen([kbuild, "hub", "serve", "--root", root, "--port", "0"], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     line = process.stdout.readline()
@@ -48,8 +55,8 @@ def start_server(kbuild, root):
 class SlowClients:
     """`count` threads, each keeping one trickling connection open until stop()."""
 
-    def __init__(self, host, port, count, sources, interval):
-        self.host, self.port, self.sources, self.interval = host, port, sources, interval
+    def __init__(self, host, port, count, sources, interval, mode="headers"):
+        self.host, self.port, self.sources, self.interval, self.mode = host, port, sources, interval, mode
         self.stopped = threading.Event()
         self.connects = 0
         self.dropped = 0  # connections the server closed (or refused) while they were trickling
@@ -78,11 +85,18 @@ class SlowClients:
             with self.lock:
                 self.connects += 1
             try:
-                sock.sendall(b"GET /api/whoami-v2 HTTP/1.1\r\nHost: slow\r\n")
+                if self.mode == "body":
+                    sock.sendall(b"POST /api/models/alice/slow-target/paths-info/main HTTP/1.1\r\nHost: slow\r\n"
+                                 b"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 16777216\r\n\r\n")
+                else:
+                    sock.sendall(b"GET /api/whoami-v2 HTTP/1.1\r\nHost: slow\r\n")
                 line = 0
                 while not self.stopped.wait(self.interval):
                     line += 1
-                    sock.sendall(f"X-Slow-{index}-{line}: {'x' * 20}\r\n".encode())
+                    if self.mode == "body":
+                        sock.sendall(b"paths=" + b"x" * (64 * 1024 - 6) if line == 1 else b"x" * 64 * 1024)
+                    else:
+                        sock.sendall(f"X-Slow-{index}-{line}: {'x' * 20}\r\n".encode())
                     # A server that gave up on us has closed the connection (or answered an error).
                     sock.setblocking(False)
                     try:
@@ -100,14 +114,36 @@ class SlowClients:
                 sock.close()
 
 
+def commit_request(number):
+    """The path and body of a one-file commit to alice/slow-target (made by prepare_commits)."""
+    lines = [{"key": "header", "value": {"summary": f"commit {number}", "description": ""}},
+             {"key": "file", "value": {"path": "README.md", "encoding": "base64",
+                                       "content": base64.b64encode(f"commit {number}\n".encode()).decode()}}]
+    return "/api/models/alice/slow-target/commit/main", "".join(json.dumps(line) + "\n" for line in lines)
+
+
+def prepare_commits(host, port, token):
+    connection = http.client.HTTPConnection(host, port, timeout=30)
+    connection.request("POST", "/api/repos/create", body=json.dumps({"name": "slow-target"}),
+                       headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    connection.getresponse().read()
+    connection.close()
+
+
 def timed_requests(host, port, token, count, source, timeout, pause):
     latencies, failures = [], []
-    for _ in range(count):
+    for number in range(count):
         time.sleep(pause)
         start = time.perf_counter()
         try:
             connection = http.client.HTTPConnection(host, port, timeout=timeout, source_address=(source, 0))
-            connection.request("GET", "/api/whoami-v2", headers={"Authorization": f"Bearer {token}"})
+            headers = {"Authorization": f"Bearer {token}"}
+            if number % 10 == 9:
+                path, body = commit_request(number)
+                connection.request("POST", path, body=body, headers=dict(headers, **{
+                    "Content-Type": "application/x-ndjson"}))
+            else:
+                connection.request("GET", "/api/whoami-v2", headers=headers)
             response = connection.getresponse()
             body = response.read()
             connection.close()
@@ -128,6 +164,48 @@ def percentile(values, fraction):
     return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
 
 
+def measure(kbuild, slow, sources, interval, mode, requests, timeout=30.0, pause=0.1, warmup=3.0,
+            normal_source="127.0.0.1", limits="", url=None, token=None):
+    """Runs the slow clients against a fresh server (kbuild) or `url`, and the normal client; returns the
+    figures as a dict."""
+    process = None
+    with tempfile.TemporaryDirectory(prefix="kbuild-slow-") as root:
+        if kbuild:
+            process, url, token = start_server(kbuild, root, limits)
+        elif not (url and token):
+            raise SystemExit("give --kbuild, or --url and --token")
+        parsed = urllib.parse.urlsplit(url)
+        host, port = parsed.hostname, parsed.port
+        try:
+            prepare_commits(host, port, token)
+            clients = SlowClients(host, port, slow, sources, interval, mode)
+            clients.start()
+            time.sleep(warmup)
+            started = time.perf_counter()
+            latencies, failures = timed_requests(host, port, token, requests, normal_source, timeout, pause)
+            elapsed = time.perf_counter() - started
+            clients.stop()
+        finally:
+            if process:
+                process.terminate()
+                process.wait(timeout=30)
+    return {
+        "mode": mode,
+        "slow_clients": slow,
+        "slow_sources": len(sources),
+        "requests": requests,
+        "ok": len(latencies),
+        "failed": len(failures),
+        "failures": sorted(set(failures)),
+        "p50_ms": round(percentile(latencies, 0.50), 2),
+        "p99_ms": round(percentile(latencies, 0.99), 2),
+        "max_ms": round(max(latencies), 2) if latencies else None,
+        "elapsed_s": round(elapsed, 1),
+        "slow_connects": clients.connects,
+        "slow_dropped_by_server": clients.dropped,
+    }
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kbuild", help="kbuild binary: start a fresh server")
@@ -142,47 +220,14 @@ def main():
     parser.add_argument("--slow-source", default="127.0.0.2",
                         help="address(es) of the slow clients, comma-separated (default 127.0.0.2)")
     parser.add_argument("--normal-source", default="127.0.0.1")
+    parser.add_argument("--mode", choices=("headers", "body"), default="headers",
+                        help="trickle request headers (default), or a 16 MiB body after complete headers")
     args = parser.parse_args()
 
-    process = None
-    with tempfile.TemporaryDirectory(prefix="kbuild-slow-") as root:
-        if args.kbuild:
-            process, url, token = start_server(args.kbuild, root)
-        elif args.url and args.token:
-            url, token = args.url, args.token
-        else:
-            parser.error("give --kbuild, or --url and --token")
-        parsed = urllib.parse.urlsplit(url)
-        host, port = parsed.hostname, parsed.port
-        try:
-            slow = SlowClients(host, port, args.slow, args.slow_source.split(","), args.interval)
-            slow.start()
-            time.sleep(args.warmup)
-            started = time.perf_counter()
-            latencies, failures = timed_requests(host, port, token, args.requests, args.normal_source, args.timeout,
-                                                 args.pause)
-            elapsed = time.perf_counter() - started
-            slow.stop()
-        finally:
-            if process:
-                process.terminate()
-                process.wait(timeout=30)
-    result = {
-        "slow_clients": args.slow,
-        "slow_sources": len(args.slow_source.split(",")),
-        "requests": args.requests,
-        "ok": len(latencies),
-        "failed": len(failures),
-        "failures": sorted(set(failures)),
-        "p50_ms": round(percentile(latencies, 0.50), 2),
-        "p99_ms": round(percentile(latencies, 0.99), 2),
-        "max_ms": round(max(latencies), 2) if latencies else None,
-        "elapsed_s": round(elapsed, 1),
-        "slow_connects": slow.connects,
-        "slow_dropped_by_server": slow.dropped,
-    }
+    result = measure(args.kbuild, args.slow, args.slow_source.split(","), args.interval, args.mode, args.requests,
+                     args.timeout, args.pause, args.warmup, args.normal_source, url=args.url, token=args.token)
     print(json.dumps(result))
-    return 0 if not failures else 1
+    return 0 if not result["failed"] else 1
 
 
 if __name__ == "__main__":

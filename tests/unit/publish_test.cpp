@@ -8,6 +8,7 @@
 
 #include <algorithm>
 
+#include "kbuild/hub/client.hpp"
 #include "kbuild/layout/metadata.hpp"
 #include "kbuild/usecase/consume.hpp"
 #include "kbuild/usecase/inspect.hpp"
@@ -25,8 +26,11 @@ class RouterTransport final : public net::HttpTransport {
  public:
   RouterTransport(server::Router& router, fakes::MemFileSystem& fs) : m_router(router), m_fs(fs) {}
   std::vector<std::string> requests;
+  /// Runs before a request reaches the router (another client acting in between).
+  std::function<void(const net::HttpRequest&)> before;
   std::expected<net::HttpResponse, net::TransportError> send(const net::HttpRequest& request) override {
     requests.push_back(request.method + " " + request.url);
+    if (before) before(request);
     net::HttpRequest copy = request;
     if (copy.body_file) {
       std::string bytes = m_fs.read_file(*copy.body_file).value_or("");
@@ -159,6 +163,50 @@ TEST_F(PublishFixture, VariantsOfAnotherCommitOrUnsignedAreRefusedUnlessAllowed)
   ASSERT_FALSE(unsigned_refused);
   EXPECT_NE(unsigned_refused.error().message.find(k_cpu + " is unsigned"), std::string::npos)
       << unsigned_refused.error().message;
+}
+
+TEST_F(PublishFixture, APublishThatLostARaceTagsOnlyACommitWithEveryFile) {
+  // v1 without the build (published, then its build/ removed), main with the card already.
+  ASSERT_TRUE(usecase::publish(request(""), *hub_services));
+  hub::HubClient client(*hub, "http://hub.test", hub::Token{server::test_support::k_alice, "test"});
+  hub::RepoRef repo{"kernel", "alice/relu"};
+  auto before = client.list_refs(repo);
+  ASSERT_TRUE(before);
+  std::vector<hub::CommitOp> removals;
+  auto published = client.list_tree(repo, "v1");
+  ASSERT_TRUE(published);
+  for (const auto& file : *published)
+    if (file.path.starts_with("build/")) removals.push_back({hub::CommitOp::Kind::remove, file.path, "", "", 0});
+  ASSERT_TRUE(client.commit(repo, "v1", hub::encode_commit("empty", "", before->branches.at("v1"), removals), false));
+
+  // Another publisher commits the same build to v1 while this one lists the branch's files (as a
+  // delayed request lets it): the plan was against the head the refs named, which has no build/, so
+  // the commit (parentCommit: that head) meets a moved branch, is planned again, and the tag goes on
+  // a commit that holds every file. (Planned by the branch's name, the plan was "no changes" and the
+  // tag went on the empty head.)
+  bool raced = false;
+  hub->before = [&](const net::HttpRequest& request) {
+    if (raced || request.method != "GET" || request.url.find("/tree/") == std::string::npos ||
+        request.url.find("/tree/main") != std::string::npos)
+      return;
+    raced = true;
+    auto other = usecase::publish(this->request(""), *hub_services);
+    ASSERT_TRUE(other) << other.error().message;
+    EXPECT_EQ(other->status, "uploaded");
+  };
+  auto outcome = usecase::publish(request(), *hub_services);
+  hub->before = nullptr;
+  ASSERT_TRUE(outcome) << outcome.error().message;
+  EXPECT_TRUE(raced);
+  auto refs = client.list_refs(repo);
+  ASSERT_TRUE(refs);
+  ASSERT_TRUE(refs->tags.count("v1.0.0"));
+  EXPECT_EQ(refs->tags.at("v1.0.0"), outcome->commit);
+  auto tree = client.list_tree(repo, refs->tags.at("v1.0.0"));
+  ASSERT_TRUE(tree);
+  EXPECT_TRUE(std::any_of(tree->begin(), tree->end(), [](const hub::RemoteFile& file) {
+    return file.path == "build/" + k_cpu + "/metadata.json";
+  }));
 }
 
 TEST_F(PublishFixture, DryRunThenUploadThenNothingToDo) {

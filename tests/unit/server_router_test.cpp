@@ -106,6 +106,13 @@ TEST_F(RouterTest, RefsBranchesAndTags) {
   EXPECT_EQ(call("POST", repo + "/branch/feature%2Fx", "").status, 200);  // "/" in a branch name
   EXPECT_EQ(head(repo, "feature/x"), initial);
   EXPECT_EQ(call("POST", repo + "/branch/bad%20name", "").status, 400);
+  // A trailing '/' of a write is part of the name: "x/" is no branch name (it is not branch "x").
+  auto trailing = call("POST", repo + "/branch/x/", "");
+  EXPECT_EQ(trailing.status, 400);
+  EXPECT_NE(header(trailing, "X-Error-Message").find("\"x/\""), std::string::npos);
+  EXPECT_EQ(call("GET", repo + "/revision/x").status, 404);
+  EXPECT_EQ(call("POST", repo + "/tag/main/", R"({"tag":"v9"})").status, 404);  // no revision "main/"
+  EXPECT_EQ(call("GET", repo + "/refs/").status, 200);  // a read ignores it
 
   EXPECT_EQ(call("POST", repo + "/tag/dev", R"({"tag":"v1.0"})").status, 200);
   EXPECT_EQ(call("POST", repo + "/tag/dev", R"({"tag":"v1.0"})").status, 409);

@@ -369,10 +369,19 @@ TEST(ServerGuard, ARequestThroughATrustedProxyIsTheClientsItForwards) {
   EXPECT_EQ(canonical_ip("::ffff:10.0.0.5"), "10.0.0.5");
   EXPECT_FALSE(canonical_ip("localhost"));
 
-  auto config = parse_config("[server]\ntrusted-proxies = [\"127.0.0.1\", \"::1\"]\n", "c");
+  const std::string secret = "proxy-secret = \"" + std::string(40, 's') + "\"\n";
+  auto config = parse_config("[server]\ntrusted-proxies = [\"127.0.0.1\", \"::1\"]\n" + secret, "c");
   ASSERT_TRUE(config) << config.error().message;
   EXPECT_EQ(config->trusted_proxies, (std::vector<std::string>{"127.0.0.1", "::1"}));
-  auto bad = parse_config("[server]\ntrusted-proxies = [\"nginx\", 3]\n", "c");
+  EXPECT_EQ(config->proxy_secret, std::string(40, 's'));
+  // Without a secret any client on a proxy's host could name any client: refused, with the fix.
+  auto no_secret = parse_config("[server]\ntrusted-proxies = [\"127.0.0.1\"]\n", "c");
+  ASSERT_FALSE(no_secret);
+  EXPECT_NE(no_secret.error().message.find("needs server.proxy-secret"), std::string::npos);
+  auto short_secret = parse_config("[server]\ntrusted-proxies = [\"127.0.0.1\"]\nproxy-secret = \"short\"\n", "c");
+  ASSERT_FALSE(short_secret);
+  EXPECT_NE(short_secret.error().message.find("32 to 256 printable"), std::string::npos);
+  auto bad = parse_config("[server]\ntrusted-proxies = [\"nginx\", 3]\n" + secret, "c");
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().message.find("c:2:20"), std::string::npos) << bad.error().message;
   EXPECT_NE(bad.error().message.find("c:2:29"), std::string::npos) << bad.error().message;

@@ -323,3 +323,20 @@ TEST_F(StoreTest, CommitsShareTheTreesOfUnchangedDirectories) {
   EXPECT_EQ(after.at("edit/one.txt").blob_id, edit.blob_id);
   EXPECT_EQ(second->commit.tree, tree_ids(changed.files)[""]);
 }
+
+TEST(StoreOpen, AnEmptyOrDamagedDatabaseIsRefusedAndKept) {
+  for (const std::string& content : {std::string(), std::string("not a database, 42 bytes of something else")}) {
+    auto root = fresh_root();
+    std::filesystem::create_directories(root);
+    std::ofstream(root / "hub.sqlite", std::ios::binary) << content;
+    auto refused = Store::open(root, g_random);
+    ASSERT_FALSE(refused) << content;
+    EXPECT_EQ(refused.error().code, ExitCode::usage);
+    EXPECT_NE(refused.error().message.find(content.empty() ? "is empty (0 bytes)" : "file is not a database"),
+              std::string::npos)
+        << refused.error().message;
+    EXPECT_NE(refused.error().hint.find("backup"), std::string::npos);
+    EXPECT_EQ(std::filesystem::file_size(root / "hub.sqlite"), content.size());  // left as it was
+    std::filesystem::remove_all(root);
+  }
+}

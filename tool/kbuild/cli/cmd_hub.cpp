@@ -71,6 +71,7 @@ Result<ExitCode> run_serve(const ServeOptions& options, Services& services) {
   listen.spool_dir = store->temp_dir();
   listen.limits = config.limits;
   listen.trusted_proxies = config.trusted_proxies;
+  listen.proxy_secret = config.proxy_secret;
   listen.clock = &services.clock;
   KB_TRY_ASSIGN(auto listener, server::Listener::bind(listen));
   KB_TRY(store->lock_exclusively());

@@ -67,14 +67,17 @@ Result<std::string> render_card(const util::FileSystem& fs, const config::Kernel
 
 namespace {
 
-// Plans one branch against its current remote tree.
-Result<PlannedBranch> plan_branch(HubClient& client, const RepoRef& repo, const std::string& branch, bool exists,
-                                  const std::vector<LocalFile>& files, const std::vector<std::string>& owned) {
+// Plans one branch against the tree of `head`, the commit the refs named: by its id, never by the
+// branch's name, so that the plan, the commit's parentCommit and the tag all mean the same commit
+// however the branch moves meanwhile (a concurrent publish).
+Result<PlannedBranch> plan_branch(HubClient& client, const RepoRef& repo, const std::string& branch,
+                                  const std::string& head, const std::vector<LocalFile>& files,
+                                  const std::vector<std::string>& owned) {
   std::vector<RemoteFile> remote;
-  if (exists) {
-    KB_TRY_ASSIGN(remote, client.list_tree(repo, branch));
+  if (!head.empty()) {
+    KB_TRY_ASSIGN(remote, client.list_tree(repo, head));
   }
-  return PlannedBranch{branch, exists, plan_commit(files, remote, owned)};
+  return PlannedBranch{branch, !head.empty(), plan_commit(files, remote, owned)};
 }
 
 // Uploads and commits a plan in chunks; returns the last commit (or `head` when nothing changed).
@@ -262,6 +265,14 @@ Result<RepositoryState> prepare_repository(HubClient& client, const PublishTarge
   return state;
 }
 
+// Whether the tree at `tag_commit` holds exactly this build's files (nothing to add or delete).
+Result<bool> tag_holds_build(HubClient& client, const RepoRef& repo, const std::string& branch,
+                             const std::string& tag_commit, const PublishTarget& target,
+                             const std::vector<std::string>& owned) {
+  KB_TRY_ASSIGN(auto at_tag, plan_branch(client, repo, branch, tag_commit, target.inventory.files, owned));
+  return at_tag.plan.empty();
+}
+
 // What the release lacks of the matrix. Variants of a local build (the Torch of --python) are often
 // outside the matrix: say so, rather than only that the matrix's are missing.
 std::string missing_note(const PublishTarget& target, const PublishOptions& options) {
@@ -314,26 +325,32 @@ Result<PublishOutcome> publish(HubClient& client, util::FileSystem& fs, const co
   const std::vector<std::string> owned = owned_paths(target, state.branch_existed);
   LfsResume resume = resume_store(fs, options.kernel_dir);
 
-  // Up to three attempts: a 412 means the branch moved (a concurrent publish, or a retried commit
-  // whose first attempt was applied); plan again against its new head.
+  // Up to ten attempts (each lost race means another publisher's commit went in): a 412 means the
+  // branch moved (a concurrent publish, or a retried commit whose first attempt was applied); plan
+  // again against its new head.
   for (int attempt = 0;; ++attempt) {
-    KB_TRY_ASSIGN(auto main_plan, plan_branch(client, repo, "main", refs.branches.count("main") > 0, {card_local}, {}));
-    KB_TRY_ASSIGN(auto version_plan,
-                  plan_branch(client, repo, branch, refs.branches.count(branch) > 0, target.inventory.files, owned));
+    const std::string main_head = refs.branches.count("main") ? refs.branches["main"] : "";
+    const std::string version_head = refs.branches.count(branch) ? refs.branches[branch] : "";
+    KB_TRY_ASSIGN(auto main_plan, plan_branch(client, repo, "main", main_head, {card_local}, {}));
+    KB_TRY_ASSIGN(auto version_plan, plan_branch(client, repo, branch, version_head, target.inventory.files, owned));
     outcome.plans = {main_plan, version_plan};
-    outcome.commit = refs.branches.count(branch) ? refs.branches[branch] : "";
+    outcome.commit = version_head;
     bool changed = !main_plan.plan.empty() || !version_plan.plan.empty();
     if (auto tag = refs.tags.find(options.tag);
         !options.tag.empty() && tag != refs.tags.end() && !options.force && !options.dry_run) {
-      // Publishing the same build again under an existing tag that names it is done already (a
-      // rerun after the tag's answer was lost); anything else would move a release.
-      if (!changed && tag->second == outcome.commit) {
+      // Publishing the same build again under an existing tag whose tree holds it is done already (a
+      // rerun after the tag's answer was lost, or another job of the same release that won the race,
+      // even when the branch moved on since); anything else would move a release.
+      KB_TRY_ASSIGN(bool released, tag_holds_build(client, repo, branch, tag->second, target, owned));
+      if (released) {
         outcome.status = "no_changes";
+        outcome.commit = tag->second;
         outcome.traffic = client.stats();
         return outcome;
       }
       return fail(
-          usage("tag " + options.tag + " already exists in " + repo.id + " (at " + tag->second.substr(0, 12) + ")",
+          usage("tag " + options.tag + " already exists in " + repo.id + " (at " + tag->second.substr(0, 12) +
+                    ") with another build",
                 "publish a new version tag, or pass --force to move it"));
     }
     if (options.dry_run) {
@@ -341,19 +358,19 @@ Result<PublishOutcome> publish(HubClient& client, util::FileSystem& fs, const co
       return outcome;
     }
     std::optional<std::string> pr;
-    auto main_head = execute_plan(client, fs, repo, main_plan, refs.branches["main"], false, hooks, &resume, pr);
-    Result<std::string> version_head = main_head ? execute_plan(client, fs, repo, version_plan, refs.branches[branch],
-                                                                options.create_pr, hooks, &resume, pr)
-                                                 : Result<std::string>(fail(main_head.error()));
-    if (!version_head) {
-      bool moved = version_head.error().kind == ErrorKind::http && version_head.error().http_status == 412;
-      if (!moved || attempt >= 2) return fail(version_head.error());
+    auto main_done = execute_plan(client, fs, repo, main_plan, main_head, false, hooks, &resume, pr);
+    Result<std::string> version_done =
+        main_done ? execute_plan(client, fs, repo, version_plan, version_head, options.create_pr, hooks, &resume, pr)
+                  : Result<std::string>(fail(main_done.error()));
+    if (!version_done) {
+      bool moved = version_done.error().kind == ErrorKind::http && version_done.error().http_status == 412;
+      if (!moved || attempt >= 9) return fail(version_done.error());
       if (hooks.info) hooks.info("the branch moved on the Hub meanwhile; planning again against its new head");
       KB_TRY_ASSIGN(refs, client.list_refs(repo));
       continue;
     }
     outcome.pull_request_url = pr;
-    outcome.commit = *version_head;
+    outcome.commit = *version_done;
     if (options.create_pr) {
       outcome.status = pr ? "pull_request_created" : "no_changes";
       outcome.traffic = client.stats();

@@ -11,8 +11,10 @@
 //      variants only (on a new branch: every inherited build/ file); on main, README.md (the card);
 //   4. upload: the server decides inline vs LFS per file (preupload); LFS objects it already has
 //      are not sent again; commit in chunks of at most 1000 operations, each with parentCommit; a
-//      412 (the branch moved) re-plans against the new head, up to three times;
-//   5. tag the final commit of vN (an existing tag is refused unless --force).
+//      412 (the branch moved) re-plans against the new head, up to ten times. Every plan is made
+//      against the tree of the exact commit the refs named (by its id, not the branch's name);
+//   5. tag the final commit of vN, which holds every published file (an existing tag is refused
+//      unless --force; one made meanwhile by another publisher is an error unless it names that commit).
 
 #include <filesystem>
 #include <functional>

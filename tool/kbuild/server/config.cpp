@@ -79,9 +79,12 @@ class ConfigReader {
 
   /// Reports every key of `table` not in `known`.
   void check_keys(const toml::table& table, std::initializer_list<std::string_view> known, std::string_view where) {
+    check_keys(table, std::vector<std::string>(known.begin(), known.end()), where);
+  }
+  void check_keys(const toml::table& table, const std::vector<std::string>& known, std::string_view where) {
     for (const auto& [key, node] : table) {
       if (std::find(known.begin(), known.end(), key.str()) != known.end()) continue;
-      std::vector<std::string> candidates(known.begin(), known.end());
+      const std::vector<std::string>& candidates = known;
       std::string suggestion = util::closest_match(key.str(), candidates);
       error(key.source(), "unknown key \"" + std::string(key.str()) + "\" in " + std::string(where) +
                               (suggestion.empty() ? "" : " (did you mean \"" + suggestion + "\"?)"));
@@ -164,8 +167,21 @@ void read_trusted_proxies(ConfigReader& reader, const toml::table& server, Confi
 void read_server(ConfigReader& reader, const toml::table& root, Config& config) {
   if (const toml::node* node = root.get("server")) {
     if (const toml::table* server = node->as_table()) {
-      reader.check_keys(*server, {"read", "trusted-proxies"}, "[server]");
+      reader.check_keys(*server, {"read", "trusted-proxies", "proxy-secret"}, "[server]");
       read_trusted_proxies(reader, *server, config);
+      if (auto secret = reader.string(*server, "proxy-secret", "server", false)) {
+        const bool printable = std::all_of(secret->begin(), secret->end(), [](char c) { return c > ' ' && c < 127; });
+        if (secret->size() < 32 || secret->size() > 256 || !printable)
+          reader.error(server->get("proxy-secret")->source(),
+                       "server.proxy-secret must be 32 to 256 printable ASCII characters without spaces");
+        else
+          config.proxy_secret = *secret;
+      }
+      if (!config.trusted_proxies.empty() && config.proxy_secret.empty())
+        reader.error(server->get("trusted-proxies")->source(),
+                     "server.trusted-proxies needs server.proxy-secret: without it any client on a proxy's host "
+                     "could claim any X-Forwarded-For (set one, e.g. `openssl rand -hex 32`, and have the proxy "
+                     "send it as X-Kbuild-Proxy-Secret)");
       if (auto read = reader.string(*server, "read", "server", false)) {
         if (*read == "public")
           config.read = ReadAccess::anyone;
@@ -190,13 +206,15 @@ void read_limits(ConfigReader& reader, const toml::table& root, Config& config) 
           {"multipart-chunk", &Limits::multipart_chunk},
           {"read-timeout-seconds", &Limits::read_timeout_seconds},
           {"max-connections-per-client", &Limits::max_connections_per_client},
+          {"max-connections", &Limits::max_connections},
           {"max-header-count", &Limits::max_header_count},
           {"max-header-bytes", &Limits::max_header_bytes},
+          {"min-body-rate", &Limits::min_body_rate},
+          {"body-grace-seconds", &Limits::body_grace_seconds},
       };
-      reader.check_keys(*limits,
-                        {"max-lfs-object", "max-commit-body", "max-json-body", "multipart-chunk",
-                         "read-timeout-seconds", "max-connections-per-client", "max-header-count", "max-header-bytes"},
-                        "[limits]");
+      std::vector<std::string> names;
+      for (const auto& [key, field] : k_keys) names.emplace_back(key);
+      reader.check_keys(*limits, names, "[limits]");
       for (const auto& [key, field] : k_keys)
         if (auto value = reader.size(*limits, key)) config.limits.*field = *value;
     } else {

@@ -9,6 +9,10 @@
 //                                    # clients, so they are exempt from max-connections-per-client, and
 //                                    # a request through them is attributed to the client their
 //                                    # X-Forwarded-For names (guard.hpp: forwarded_client); IP addresses
+//   proxy-secret = "..."             # required with trusted-proxies, 32-256 characters: the proxy sends
+//                                    # it as X-Kbuild-Proxy-Secret; a request from a proxy's address
+//                                    # without it is the host's own client (its X-Forwarded-For is
+//                                    # ignored, the connection counts against max-connections-per-client)
 //
 //   [limits]                         # sizes in bytes
 //   max-lfs-object = 2147483648      # largest LFS object (batch "size", PUT body, multipart total)
@@ -20,7 +24,13 @@
 //   read-timeout-seconds = 10        # a request's line and headers must arrive within this time of
 //                                    # its first byte, and its body must keep coming (64 KiB at
 //                                    # least every this many seconds); slower clients are cut off
+//   min-body-rate = 65536            # and after its first body-grace-seconds a body must have come at
+//   body-grace-seconds = 30          # this many bytes per second on average (a body announcing 16 MiB
+//                                    # is due within 30 + 256 s); slower ones get 408 and are cut off
 //   max-connections-per-client = 16  # concurrent connections from one IP address; more get 429
+//   max-connections = 0              # connections open at once; 0: the descriptor limit less 256. At
+//                                    # the cap a new connection takes the place of an idle one (of the
+//                                    # address holding the most), else it gets 503
 //   max-header-count = 100           # request headers; more (or more bytes) get 431
 //   max-header-bytes = 65536         # request line and headers together
 //
@@ -73,8 +83,11 @@ struct Limits {
   std::uint64_t multipart_chunk = 64ull << 20;
   std::uint64_t read_timeout_seconds = 10;
   std::uint64_t max_connections_per_client = 16;
+  std::uint64_t max_connections = 0;  ///< 0: the descriptor limit less a reserve
   std::uint64_t max_header_count = 100;
   std::uint64_t max_header_bytes = 64ull << 10;
+  std::uint64_t min_body_rate = 64ull << 10;  ///< bytes per second, on average, after the grace
+  std::uint64_t body_grace_seconds = 30;
 };
 
 struct Config {
@@ -83,6 +96,7 @@ struct Config {
   std::vector<Organization> organizations;  ///< declared ones
   Limits limits;
   std::vector<std::string> trusted_proxies;  ///< canonical IP addresses (a restart applies changes)
+  std::string proxy_secret;                  ///< what a trusted proxy sends as X-Kbuild-Proxy-Secret
 
   /// The entry whose token equals `token` (compared in constant time), or nullptr.
   const TokenEntry* find_token(std::string_view token) const;

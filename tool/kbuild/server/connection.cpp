@@ -108,7 +108,9 @@ class GuardedStream : public httplib::Stream {
   Next wait_for_request(Clock::time_point deadline, std::chrono::milliseconds grace,
                         const std::function<bool()>& yield) const {
     if (broken()) return Next::end;
-    if (m_offset < m_length) return Next::request;
+    // A request that is there already is served whatever the idle deadline says: a parked connection
+    // resumed for it may have waited for a worker past that deadline.
+    if (m_offset < m_length || readable_now()) return Next::request;
     const auto patient_until = Clock::now() + grace;
     while (Clock::now() < deadline) {
       if (wait(POLLIN, std::min(deadline, Clock::now() + std::chrono::milliseconds(10)))) return Next::request;
@@ -125,6 +127,11 @@ class GuardedStream : public httplib::Stream {
   ssize_t fail_read(ssize_t result = -1) {
     m_read_failed = true;
     return result;
+  }
+
+  bool readable_now() const {
+    pollfd fd{m_sock, POLLIN, 0};
+    return ::poll(&fd, 1, 0) > 0 && (fd.revents & POLLIN);
   }
 
   /// Polls for `events` until `deadline`, in slices, giving up early when the server stops.
@@ -153,14 +160,12 @@ class GuardedStream : public httplib::Stream {
 
 ConnectionState* GuardedServer::current() { return t_current; }
 
-void GuardedServer::refuse(socket_t sock) {
-  const std::string message = "too many connections from this address; try again later";
+void GuardedServer::refuse(socket_t sock, int status, const std::string& code, const std::string& message) {
   const std::string body = "{\"error\":\"" + message + "\"}";
   const std::string response =
-      "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nX-Error-Code: TooManyConnections\r\n"
-      "X-Error-Message: " +
-      message + "\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: " + std::to_string(body.size()) +
-      "\r\n\r\n" + body;
+      "HTTP/1.1 " + std::to_string(status) + (status == 429 ? " Too Many Requests" : " Service Unavailable") +
+      "\r\nContent-Type: application/json\r\nX-Error-Code: " + code + "\r\nX-Error-Message: " + message +
+      "\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
   // Best effort and without waiting (the client holds enough workers already): the answer, the end of
   // our side, and what the client sent so far is read, so that closing does not reset the connection.
   (void)::send(sock, response.data(), response.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -236,6 +241,23 @@ void GuardedServer::end(const IdleConnection& connection) {
   if (!connection.proxy) m_clients.release(connection.address);
   ::shutdown(connection.sock, SHUT_RDWR);
   ::close(connection.sock);
+  --m_open;
+}
+
+bool GuardedServer::should_yield() const {
+  if (m_waiting > 0) return true;
+  std::lock_guard lock(m_pool_mutex);
+  return m_pool && m_pool->extra_threads() > 0;
+}
+
+// The connection's place is taken from the parked idle connection of the address that holds the most
+// (fair use of the descriptors: a host with thousands of idle connections gives first), the oldest.
+bool GuardedServer::make_room() {
+  const auto counts = m_clients.snapshot();
+  return m_idle.evict_one([&counts](const std::string& address) {
+    auto it = counts.find(address);
+    return it == counts.end() ? std::size_t{0} : it->second;
+  });
 }
 
 bool GuardedServer::process_and_close_socket(socket_t sock) {
@@ -243,13 +265,22 @@ bool GuardedServer::process_and_close_socket(socket_t sock) {
   int port = 0;
   socket_address(sock, true, connection.address, port);
   connection.proxy = trusted_proxy(connection.address);
+  auto refuse_and_close = [&](int status, const std::string& code, const std::string& message) {
+    refuse(sock, status, code, message);
+    ::shutdown(sock, SHUT_RDWR);
+    ::close(sock);
+    --m_open;
+    return false;
+  };
+  if (++m_open > m_limits.max_connections && m_limits.max_connections > 0 && !make_room()) {
+    util::log::debug("refused a connection from " + connection.address + ": the registry holds " +
+                     std::to_string(m_limits.max_connections) + " connections and none is idle");
+    return refuse_and_close(503, "TooManyConnections", "the registry is at its connection limit; try again later");
+  }
   if (!connection.proxy && !m_clients.acquire(connection.address)) {
     util::log::debug("refused a connection from " + connection.address + ": it has " +
                      std::to_string(m_limits.max_connections_per_client) + " open already");
-    refuse(sock);
-    ::shutdown(sock, SHUT_RDWR);
-    ::close(sock);
-    return false;
+    return refuse_and_close(429, "TooManyConnections", "too many connections from this address; try again later");
   }
   connection.idle_until = Clock::now() + std::chrono::seconds(keep_alive_timeout_sec_);
   serve(std::move(connection));
@@ -258,11 +289,18 @@ bool GuardedServer::process_and_close_socket(socket_t sock) {
 
 void GuardedServer::serve(IdleConnection connection) {
   ConnectionState state;
+  state.from_trusted_address = connection.proxy;
+  state.count_as_client = [this, &connection, &state] {
+    if (!connection.proxy) return true;
+    if (!m_clients.acquire(connection.address)) return false;
+    connection.proxy = state.from_trusted_address = false;  // end() gives the slot back
+    return true;
+  };
   GuardedStream stream(connection.sock, m_limits.read, svr_sock_, state);
   t_current = &state;
   bool park = false;
   for (; connection.requests_left > 0 && svr_sock_ != INVALID_SOCKET; --connection.requests_left) {
-    auto next = stream.wait_for_request(connection.idle_until, m_limits.idle_grace, [this] { return m_waiting > 0; });
+    auto next = stream.wait_for_request(connection.idle_until, m_limits.idle_grace, [this] { return should_yield(); });
     if (next != GuardedStream::Next::request) {
       park = next == GuardedStream::Next::park;
       break;

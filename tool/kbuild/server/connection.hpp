@@ -29,6 +29,7 @@
 
 #include "kbuild/server/guard.hpp"
 #include "kbuild/server/idle_connections.hpp"
+#include "kbuild/server/worker_pool.hpp"
 
 namespace kbuild::server {
 
@@ -36,24 +37,33 @@ struct ConnectionLimits {
   ReadBudget::Limits read;
   std::size_t max_connections_per_client = 16;
   std::vector<std::string> trusted_proxies;  ///< canonical addresses exempt from the per-client cap
-  std::size_t workers = 64;
+  WorkerPool::Limits workers;
+  /// Connections open at once (0: no cap), below the descriptor limit: at the cap, a new connection
+  /// takes the place of a parked idle one (IdleConnections::evict_one), else it is refused with 503.
+  std::size_t max_connections = 0;
   /// How long a connection between requests keeps its worker while others wait for one.
   std::chrono::milliseconds idle_grace{20};
 };
 
-/// httplib's thread pool, counting connections accepted (or resumed) and not yet taken by a worker.
-/// `on_shutdown` runs first when httplib shuts the pool down (at the end of listen, before the pool
-/// is destroyed), so that nothing is enqueued into it afterwards.
+/// httplib's task queue: a WorkerPool (worker_pool.hpp), counting connections accepted (or resumed)
+/// and not yet taken by a worker. `on_shutdown` runs first when httplib shuts the pool down (at the
+/// end of listen, before the pool is destroyed), so that nothing is enqueued into it afterwards.
 class CountingThreadPool final : public httplib::TaskQueue {
  public:
-  CountingThreadPool(std::size_t threads, std::atomic<std::size_t>& waiting, std::function<void()> on_shutdown)
-      : m_pool(threads), m_waiting(waiting), m_on_shutdown(std::move(on_shutdown)) {}
+  CountingThreadPool(WorkerPool::Limits limits, std::atomic<std::size_t>& waiting, std::function<void()> on_shutdown)
+      : m_pool(limits), m_waiting(waiting), m_on_shutdown(std::move(on_shutdown)) {}
+  /// Threads running beyond the pool's base (lock-free).
+  std::size_t extra_threads() const {
+    std::size_t running = m_pool.threads();
+    return running > m_pool.base() ? running - m_pool.base() : 0;
+  }
   void enqueue(std::function<void()> task) override {
     ++m_waiting;
-    m_pool.enqueue([this, task = std::move(task)] {
+    bool queued = m_pool.enqueue([this, task = std::move(task)] {
       --m_waiting;
       task();
     });
+    if (!queued) --m_waiting;
   }
   void shutdown() override {
     m_on_shutdown();
@@ -61,7 +71,7 @@ class CountingThreadPool final : public httplib::TaskQueue {
   }
 
  private:
-  httplib::ThreadPool m_pool;
+  WorkerPool m_pool;
   std::atomic<std::size_t>& m_waiting;
   std::function<void()> m_on_shutdown;
 };
@@ -76,6 +86,11 @@ struct ConnectionState {
   /// connection is half-closed and what the client still sends is read and dropped for a moment, so
   /// that closing with unread data does not reset the connection and lose the answer.
   bool drain_before_close = false;
+  /// The connection comes from a trusted proxy's address (so far exempt from the per-client cap).
+  bool from_trusted_address = false;
+  /// Makes the connection count against its address's per-client cap from now on (a request without
+  /// the proxy's secret: the host's own client); false when the address has no slot left.
+  std::function<bool()> count_as_client = [] { return true; };
 };
 
 class GuardedServer : public httplib::Server {
@@ -98,15 +113,21 @@ class GuardedServer : public httplib::Server {
   /// Closes the connection and gives its per-client slot back.
   void end(const IdleConnection& connection);
   void detach_pool();
-  /// Answers 429 on a connection over its client's limit, then closes it.
-  static void refuse(socket_t sock);
+  /// Answers `status` (429 over the client's limit, 503 at the connection cap) and ends our side.
+  static void refuse(socket_t sock, int status, const std::string& code, const std::string& message);
+  /// At the connection cap: ends a parked idle connection for a new one; false when none can go.
+  bool make_room();
+  /// Whether a connection idle between requests should give its worker up: others wait for one, or
+  /// the pool runs threads beyond its base (extra threads are for work, not for waiting).
+  bool should_yield() const;
 
   bool trusted_proxy(const std::string& address) const;
 
   ConnectionLimits m_limits;
   ClientLimiter m_clients;
   std::atomic<std::size_t> m_waiting{0};  ///< accepted connections no worker has taken yet
-  std::mutex m_pool_mutex;
+  std::atomic<std::size_t> m_open{0};     ///< connections accepted and not ended
+  mutable std::mutex m_pool_mutex;
   CountingThreadPool* m_pool = nullptr;  ///< while listening; resumed connections go there
   IdleConnections m_idle;
 };

@@ -24,9 +24,19 @@ void ReadBudget::begin_body(Clock::time_point now) {
   m_in_headers = false;
   m_read_mark = now;
   m_read_since_mark = 0;
+  m_body_start = now;
+  m_body_bytes = 0;
 }
 
-ReadBudget::Clock::time_point ReadBudget::read_deadline() const { return m_read_mark + m_limits.timeout; }
+ReadBudget::Clock::time_point ReadBudget::read_deadline() const {
+  const auto paced = m_read_mark + m_limits.timeout;
+  if (m_in_headers || m_limits.min_body_rate == 0) return paced;
+  // The body so far must have come at min_body_rate on average since the grace ended: the next byte
+  // is due when the bytes read so far no longer cover the time.
+  const auto covered = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(static_cast<double>(m_body_bytes) / static_cast<double>(m_limits.min_body_rate)));
+  return std::min(paced, m_body_start + m_limits.body_grace + covered);
+}
 
 bool ReadBudget::account_read(std::string_view bytes, Clock::time_point now) {
   m_writing = false;
@@ -45,6 +55,7 @@ bool ReadBudget::account_read(std::string_view bytes, Clock::time_point now) {
     return !m_header_limit_exceeded;
   }
   m_read_since_mark += bytes.size();
+  m_body_bytes += bytes.size();
   if (m_read_since_mark >= m_limits.progress_bytes) {
     m_read_mark = now;
     m_read_since_mark = 0;
@@ -88,6 +99,11 @@ void ClientLimiter::release(const std::string& address) {
   auto it = m_active.find(address);
   if (it == m_active.end()) return;
   if (--it->second == 0) m_active.erase(it);
+}
+
+std::map<std::string, std::size_t> ClientLimiter::snapshot() const {
+  std::lock_guard lock(m_mutex);
+  return m_active;
 }
 
 std::size_t ClientLimiter::active(const std::string& address) const {

@@ -4,7 +4,9 @@
 //
 //   - ReadBudget: per request, the request line and headers must arrive within `timeout` of the
 //     request's first byte, and stay within a header count and size; the body must keep coming, at
-//     least `progress_bytes` every `timeout`; a response must be taken at the same pace.
+//     least `progress_bytes` every `timeout`, and after `body_grace` at `min_body_rate` on average
+//     (so a body trickled just above the pace, 64 KiB every 9 s, is cut off too); a response must
+//     be taken at the same pace.
 //   - ClientLimiter: at most N connections at once from one client address.
 //   - body_limit: the largest body each kind of request may carry.
 //   - forwarded_client: who a request is from when a trusted reverse proxy passed it on.
@@ -31,6 +33,8 @@ class ReadBudget {
     std::size_t max_header_count = 100;    ///< header lines, not counting the request line
     std::size_t max_header_bytes = 65536;  ///< request line and headers, line ends included
     std::size_t progress_bytes = 64 * 1024;
+    std::uint64_t min_body_rate = 64 * 1024;  ///< bytes per second, on average over the whole body
+    std::chrono::milliseconds body_grace{30'000};
   };
 
   explicit ReadBudget(Limits limits) : m_limits(limits) {}
@@ -54,8 +58,9 @@ class ReadBudget {
   bool m_in_headers = false;
   bool m_header_limit_exceeded = false;
   std::size_t m_header_bytes = 0, m_header_lines = 0, m_line_length = 0;
-  Clock::time_point m_read_mark{}, m_write_mark{};
+  Clock::time_point m_read_mark{}, m_write_mark{}, m_body_start{};
   std::size_t m_read_since_mark = 0, m_written_since_mark = 0;
+  std::uint64_t m_body_bytes = 0;
   bool m_writing = false;
 };
 
@@ -67,6 +72,8 @@ class ClientLimiter {
   bool acquire(const std::string& address);
   void release(const std::string& address);
   std::size_t active(const std::string& address) const;
+  /// Every address with its count now.
+  std::map<std::string, std::size_t> snapshot() const;
 
  private:
   std::size_t m_per_client;

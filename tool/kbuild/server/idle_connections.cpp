@@ -56,6 +56,28 @@ void IdleConnections::stop() {
   for (auto& [sock, connection] : take_expired(true)) m_expired(std::move(connection));
 }
 
+bool IdleConnections::evict_one(const std::function<std::size_t(const std::string&)>& weight) {
+  IdleConnection victim;
+  {
+    std::lock_guard lock(m_mutex);
+    auto chosen = m_parked.end();
+    std::size_t chosen_weight = 0;
+    for (auto it = m_parked.begin(); it != m_parked.end(); ++it) {
+      std::size_t w = weight(it->second.address);
+      if (chosen == m_parked.end() || w > chosen_weight ||
+          (w == chosen_weight && it->second.idle_until < chosen->second.idle_until)) {
+        chosen = it;
+        chosen_weight = w;
+      }
+    }
+    if (chosen == m_parked.end()) return false;
+    if (m_epoll >= 0) ::epoll_ctl(m_epoll, EPOLL_CTL_DEL, chosen->first, nullptr);
+    victim = std::move(m_parked.extract(chosen).mapped());
+  }
+  m_expired(std::move(victim));
+  return true;
+}
+
 std::size_t IdleConnections::parked() const {
   std::lock_guard lock(m_mutex);
   return m_parked.size();

@@ -38,6 +38,9 @@ class IdleConnections {
   void park(IdleConnection connection);
   /// Ends every parked connection and the thread; later parks expire at once.
   void stop();
+  /// Ends one parked connection to make room for a new one: of the address `weight` ranks highest
+  /// (the one holding the most connections), the one parked longest. False when none is parked.
+  bool evict_one(const std::function<std::size_t(const std::string&)>& weight);
   std::size_t parked() const;
 
  private:

@@ -22,9 +22,11 @@
 
 #include "kbuild/server/connection.hpp"
 #include "kbuild/server/guard.hpp"
+#include "kbuild/server/object_ids.hpp"
 #include "kbuild/server/store.hpp"
 #include "kbuild/util/fs.hpp"
 #include "kbuild/util/log.hpp"
+#include "kbuild/util/strings.hpp"
 
 namespace kbuild::server {
 
@@ -35,6 +37,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr std::uint64_t k_spool_threshold = 8ull << 20;
+constexpr const char* k_proxy_secret_header = "X-Kbuild-Proxy-Secret";
 
 // Collects a request body in memory, moving to a spool file once it grows past k_spool_threshold.
 class BodyCollector {
@@ -132,7 +135,17 @@ struct Listener::Impl {
     return body_limit(request.method, request.target, options.limits);
   }
 
+  /// Whether `request` came through a trusted proxy: from its address, with its secret.
+  bool proxied(const httplib::Request& request) const {
+    if (options.proxy_secret.empty() || !request.has_header(k_proxy_secret_header)) return false;
+    auto peer = canonical_ip(request.remote_addr).value_or(request.remote_addr);
+    return std::find(options.trusted_proxies.begin(), options.trusted_proxies.end(), peer) !=
+               options.trusted_proxies.end() &&
+           equal_in_constant_time(request.get_header_value(k_proxy_secret_header), options.proxy_secret);
+  }
+
   std::string client_of(const httplib::Request& request) const {
+    if (!proxied(request)) return canonical_ip(request.remote_addr).value_or(request.remote_addr);
     return forwarded_client(request.remote_addr, request.get_header_value("X-Forwarded-For"), options.trusted_proxies);
   }
 
@@ -246,7 +259,8 @@ struct Listener::Impl {
     request.url = in.target;
     request.client = client_of(in);
     for (const auto& [name, value] : in.headers)
-      if (name != "REMOTE_ADDR" && name != "REMOTE_PORT" && name != "LOCAL_ADDR" && name != "LOCAL_PORT")
+      if (name != "REMOTE_ADDR" && name != "REMOTE_PORT" && name != "LOCAL_ADDR" && name != "LOCAL_PORT" &&
+          util::ascii_lowercase(name) != "x-kbuild-proxy-secret")
         request.headers.set(name, value);
 
     fs::path spool;
@@ -277,6 +291,27 @@ struct Listener::Impl {
 };
 
 Listener::Listener(std::unique_ptr<Impl> impl) : m_impl(std::move(impl)) {}
+
+namespace {
+
+// Every connection, parked or served, holds a descriptor: the soft limit (often 1024) would refuse
+// the 1,025th client, so it is raised to the hard limit the administrator allows. Returns the limit.
+std::uint64_t raise_descriptor_limit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return 1024;
+  if (limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    (void)::setrlimit(RLIMIT_NOFILE, &limit);
+    (void)::getrlimit(RLIMIT_NOFILE, &limit);
+  }
+  return limit.rlim_cur == RLIM_INFINITY ? 1u << 20 : limit.rlim_cur;
+}
+
+// Descriptors kept for what is not a connection: the database, blobs being read, spooled bodies,
+// upload parts, the access log.
+constexpr std::uint64_t k_descriptor_reserve = 256;
+
+}  // namespace
 Listener::~Listener() = default;
 
 namespace {
@@ -286,9 +321,12 @@ ConnectionLimits connection_limits(const Limits& limits) {
   out.read.timeout = std::chrono::seconds(limits.read_timeout_seconds);
   out.read.max_header_count = limits.max_header_count;
   out.read.max_header_bytes = limits.max_header_bytes;
+  out.read.min_body_rate = limits.min_body_rate;
+  out.read.body_grace = std::chrono::seconds(limits.body_grace_seconds);
   out.max_connections_per_client = limits.max_connections_per_client;
-  // Downloads run on 8 threads and uploads on 5 in huggingface_hub, per client.
-  out.workers = 64;
+  // Downloads run on 8 threads and uploads on 5 in huggingface_hub, per client: 64 workers serve 8
+  // such clients at once; more start while every worker is busy (a slow client holds one), up to 1024.
+  out.workers = {64, 1024, std::chrono::seconds(10)};
   return out;
 }
 
@@ -315,6 +353,15 @@ void Listener::Impl::install_hooks() {
     // for a 400). Saying so lets it read nothing, and the router answers at once.
     if (!problem && !in.has_header("Content-Length") && !in.has_header("Transfer-Encoding"))
       const_cast<httplib::Request&>(in).set_header("Content-Length", "0");
+    // A request from a trusted proxy's address without its secret is that host's own client: from now
+    // on its connection counts against the per-client cap.
+    ConnectionState* state = GuardedServer::current();
+    if (!problem && state && state->from_trusted_address && !self->proxied(in) && !state->count_as_client()) {
+      send_error(out, 429, "TooManyConnections", "too many connections from this address; try again later",
+                 in.method == "HEAD");
+      self->write_log(in, out.status, 0);
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (!problem) return httplib::Server::HandlerResponse::Unhandled;
     send_error(out, 400, "BadRequest", *problem, in.method == "HEAD");
     self->write_log(in, out.status, 0);
@@ -345,6 +392,10 @@ Result<std::unique_ptr<Listener>> Listener::bind(const ListenerOptions& options)
   }
   auto limits = connection_limits(options.limits);
   limits.trusted_proxies = options.trusted_proxies;
+  const std::uint64_t descriptors = raise_descriptor_limit();
+  limits.max_connections = options.limits.max_connections > 0
+                               ? options.limits.max_connections
+                               : std::max<std::uint64_t>(64, descriptors - std::min(descriptors, k_descriptor_reserve));
   impl->server = std::make_unique<GuardedServer>(limits);
   auto& server = *impl->server;
   server.set_payload_max_length(std::max(options.limits.max_lfs_object, options.limits.max_commit_body));
@@ -374,22 +425,9 @@ Result<std::unique_ptr<Listener>> Listener::bind(const ListenerOptions& options)
 // Connections the kernel queues before a worker accepts them (capped by net.core.somaxconn).
 constexpr int k_listen_backlog = 1024;
 
-namespace {
-
-// Every connection, parked or served, holds a descriptor: the soft limit (often 1024) would refuse
-// the 1,025th client, so it is raised to the hard limit the administrator allows.
-void raise_descriptor_limit() {
-  rlimit limit{};
-  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
-    limit.rlim_cur = limit.rlim_max;
-    (void)::setrlimit(RLIMIT_NOFILE, &limit);
-  }
-}
-
-}  // namespace
+namespace {}  // namespace
 
 Result<void> Listener::Impl::bind_socket() {
-  raise_descriptor_limit();
   errno = 0;
   if (options.port == 0) {
     port = server->bind_to_any_port(options.host);

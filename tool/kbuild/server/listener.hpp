@@ -23,7 +23,10 @@
 //
 // Access log (optional), one line per request, appended and flushed:
 //   <ISO 8601 time> <METHOD> <path without query> <status> <response body bytes> <client address>
-// where the client is the one a trusted proxy's X-Forwarded-For names (guard.hpp: forwarded_client).
+// where the client is the one a trusted proxy's X-Forwarded-For names (guard.hpp: forwarded_client),
+// for requests that carry the proxy's secret (X-Kbuild-Proxy-Secret, removed before routing); a request
+// from a proxy's address without it is the host's own client: its X-Forwarded-For is ignored and its
+// connection counts against max-connections-per-client from then on (429 over it).
 
 #include <filesystem>
 #include <memory>
@@ -46,6 +49,7 @@ struct ListenerOptions {
   std::filesystem::path spool_dir;           ///< where large request bodies go (Store::temp_dir())
   Limits limits;                             ///< body size limits, as in the router's Config
   std::vector<std::string> trusted_proxies;  ///< config.toml [server] trusted-proxies
+  std::string proxy_secret;                  ///< config.toml [server] proxy-secret
   const util::Clock* clock = nullptr;        ///< access-log timestamps; null: the real clock
 };
 

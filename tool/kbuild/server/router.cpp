@@ -28,7 +28,8 @@ ConfigStamp config_stamp(const std::filesystem::path& file) {
 }
 
 /// Splits the request target into decoded path segments and query (an absolute URL loses scheme and
-/// host; one trailing '/' is ignored); returns the raw path, for messages.
+/// host; one trailing '/' of a read is ignored); returns the raw path, for messages. A write keeps it:
+/// `POST .../branch/x/` names the branch "x/", which is refused, not branch "x".
 Outcome<std::string> parse_target(Router::Context& c) {
   std::string_view target = c.request.url;
   if (size_t scheme = target.find("://"); scheme != std::string_view::npos && scheme < target.find('/')) {
@@ -40,7 +41,8 @@ Outcome<std::string> parse_target(Router::Context& c) {
     c.query = parse_form(target.substr(question + 1));
   if (!raw_path.starts_with("/")) return bad_request("the request target must start with '/'");
   std::vector<std::string> raw = util::split(raw_path.substr(1), '/');
-  if (raw.size() > 1 && raw.back().empty()) raw.pop_back();  // a trailing '/'
+  const bool read = c.request.method == "GET" || c.request.method == "HEAD";
+  if (read && raw.size() > 1 && raw.back().empty()) raw.pop_back();  // a trailing '/'
   for (const auto& segment : raw) {
     auto decoded = net::url_decode(segment);
     if (!decoded) return bad_request(decoded.error().message);

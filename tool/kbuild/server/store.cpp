@@ -70,12 +70,26 @@ Result<std::unique_ptr<Store>> Store::open(const fs::path& root, util::Random& r
     fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace, ec);
     if (ec) return fail("cannot make " + dir.string() + " owner-only: " + ec.message());
   }
-  KB_TRY_ASSIGN(sqlite3 * connection, db::open(root / "hub.sqlite"));
+  // SQLite takes an empty file for a new database: a hub.sqlite truncated to 0 bytes (a full disk, a
+  // bad copy) would start an empty registry over the blobs of the lost one.
+  const fs::path database = root / "hub.sqlite";
+  if (fs::is_regular_file(database, ec) && fs::file_size(database, ec) == 0 && !ec)
+    return fail("the registry database " + database.string() +
+                    " is empty (0 bytes): the record of every repository "
+                    "is gone, and serving would start an empty registry over what " +
+                    root.string() + " holds",
+                "restore hub.sqlite from a backup; to start a new registry in this root, remove the empty file",
+                ExitCode::usage);
+  KB_TRY_ASSIGN(sqlite3 * connection, db::open(database));
   for (const char* file : {"hub.sqlite", "hub.sqlite-wal", "hub.sqlite-shm"})
     if (fs::exists(root / file, ec))
       fs::permissions(root / file, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace, ec);
   std::unique_ptr<Store> store(new Store(root, connection, random));
-  KB_TRY(store->init_schema());
+  if (auto schema = store->init_schema(); !schema)
+    return fail("cannot read the registry database " + database.string() + ": " + schema.error().message,
+                "it is damaged or is no registry database: restore hub.sqlite from a backup (kbuild never rewrites "
+                "a database it cannot read)",
+                ExitCode::usage);
   return store;
 }
 
