@@ -229,3 +229,26 @@ def test_the_proxys_own_host_is_a_client_like_any_other(deployment):
     finally:
         for sock in held:
             sock.close()
+
+
+def test_slow_bodies_behind_the_proxy_stop_nobody(deployment):
+    """70 anonymous uploads trickled through nginx from one address: nginx buffers request bodies (the
+    documented set-up), so they never reach the registry, and everyone else is served meanwhile."""
+    import sys
+    from conftest import ROOT
+    sys.path.insert(0, str(ROOT / "tests" / "load"))
+    import slow_clients
+    proxy = deployment["proxy"]
+    slow_clients.prepare_commits(proxy.host, proxy.port, deployment["token"], "127.0.0.31")  # alice/slow-target
+    clients = slow_clients.SlowClients(proxy.host, proxy.port, 70, ["127.0.0.30"], 2.0, "body")
+    clients.start()
+    try:
+        time.sleep(3)
+        latencies, failures = slow_clients.timed_requests(proxy.host, proxy.port, deployment["token"], 30,
+                                                         "127.0.0.31", 10.0, 0.05)
+    finally:
+        clients.stop()
+    assert failures == [], failures
+    assert max(latencies) < 2000, latencies
+    log = (deployment["root"] / "access.log").read_text()
+    assert "paths-info" not in log  # nginx held the bodies; the registry saw none of them

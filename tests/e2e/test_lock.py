@@ -10,6 +10,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -42,7 +43,8 @@ def hub(tmp_path_factory):
 
 
 def env_for(hub, home: Path, token=TOKEN, **extra):
-    env = dict(os.environ, HF_ENDPOINT=hub["url"], HF_HOME=str(home), HF_HUB_DISABLE_XET="1", **extra)
+    env = dict(os.environ, HF_ENDPOINT=hub["url"], HF_HOME=str(home), HF_HUB_DISABLE_XET="1")
+    env.update(extra)
     env.pop("HF_TOKEN", None)
     env.pop("KERNELS_CACHE", None)
     env.pop("HF_HUB_CACHE", None)
@@ -365,3 +367,57 @@ def test_a_hub_answering_nonsense_is_reported_in_plain_words(tmp_path):
         assert "-v" in result.stderr
     finally:
         server.shutdown()
+
+
+def test_a_consumer_with_a_complete_lock_and_cache_works_offline(hub, releases, tmp_path):
+    """HF_HUB_OFFLINE=1 (or --offline): lock --check, download, info and versions answer from kernels.lock
+    and the Hugging Face cache, without a request, and name what is missing when something is. Before,
+    each of them asked the Hub and failed with exit 4 after its retries."""
+    home = tmp_path / "home"
+    app = project(tmp_path / "app", f'"{releases["repo"]}" = 1')
+    kbuild(hub, home, "lock", app)
+    kbuild(hub, home, "download", app, "--python", PYTHON)
+    commit = releases["v1.1.0"]
+    # No Hub at all now: an endpoint where nothing listens.
+    offline = dict(HF_ENDPOINT="http://127.0.0.1:9", HF_HUB_OFFLINE="1")
+
+    def run(*args, **extra):
+        env = env_for(hub, home, **{**offline, **extra})
+        started = time.monotonic()
+        result = run_kbuild(*args, env=env, check=False)
+        return result, time.monotonic() - started
+
+    check, seconds = run("lock", app, "--check")
+    assert check.returncode == 0 and seconds < 5, (seconds, check.stdout + check.stderr)
+    download, _ = run("download", app, "--python", PYTHON, "--json")
+    assert download.returncode == 0, download.stdout + download.stderr
+    outcome = json.loads(download.stdout)
+    assert outcome["offline"] is True and outcome["bytes_downloaded"] == 0
+    assert [v["variant"] for v in outcome["variants"]] == [CUDA_VARIANT]
+    info, _ = run("info", releases["repo"], "--revision", commit, "--python", PYTHON, "--json")
+    assert info.returncode == 0, info.stdout + info.stderr
+    assert CUDA_VARIANT in info.stdout
+    # versions needs branches and tags, which a download by commit does not record: exit 4, saying so.
+    versions, _ = run("versions", releases["repo"], "--python", PYTHON)
+    assert versions.returncode == 4 and "knows no branch or tag" in versions.stderr, versions.stderr
+    # --offline is the same as HF_HUB_OFFLINE.
+    flag = run_kbuild("lock", app, "--check", "--offline", env=env_for(hub, home, HF_ENDPOINT="http://127.0.0.1:9"),
+                      check=False)
+    assert flag.returncode == 0, flag.stdout + flag.stderr
+
+    # A damaged cached file: offline, exit 4 naming it; online, replaced and reported.
+    cache = home / "hub" / f"kernels--{releases['repo'].replace('/', '--')}"
+    library = next((cache / "snapshots" / commit / "build" / CUDA_VARIANT).glob("*.so"))
+    blob = library.resolve()
+    blob.write_bytes(b"damaged")
+    damaged, _ = run("download", app, "--python", PYTHON)
+    assert damaged.returncode == 4, damaged.stdout + damaged.stderr
+    assert f"build/{CUDA_VARIANT}/{library.name}" in damaged.stderr and "damaged" in damaged.stderr
+    repaired = kbuild(hub, home, "download", app, "--python", PYTHON)
+    assert "was damaged" in repaired.stderr and "downloaded again" in repaired.stderr, repaired.stderr
+    assert "1 damaged cached file(s) replaced" in repaired.stdout, repaired.stdout
+    # A dependency the lock lacks cannot be resolved offline: exit 4, naming it.
+    (app / "pyproject.toml").write_text((app / "pyproject.toml").read_text() + f'"{ORG}/not-locked" = 1\n')
+    missing, _ = run("lock", app, "--check")
+    assert missing.returncode == 4, missing.stdout + missing.stderr
+    assert f"{ORG}/not-locked" in missing.stderr and "HF_HUB_OFFLINE" in missing.stderr, missing.stderr

@@ -122,12 +122,15 @@ def commit_request(number):
     return "/api/models/alice/slow-target/commit/main", "".join(json.dumps(line) + "\n" for line in lines)
 
 
-def prepare_commits(host, port, token):
-    connection = http.client.HTTPConnection(host, port, timeout=30)
+def prepare_commits(host, port, token, source="127.0.0.1"):
+    connection = http.client.HTTPConnection(host, port, timeout=30, source_address=(source, 0))
     connection.request("POST", "/api/repos/create", body=json.dumps({"name": "slow-target"}),
                        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
-    connection.getresponse().read()
+    response = connection.getresponse()
+    response.read()
     connection.close()
+    if response.status not in (200, 409):
+        raise SystemExit(f"cannot create alice/slow-target: HTTP {response.status}")
 
 
 def timed_requests(host, port, token, count, source, timeout, pause):

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "kbuild/layout/digest.hpp"
+#include "kbuild/lock/cache_index.hpp"
 #include "kbuild/lock/download.hpp"
 #include "kbuild/lock/hf_cache.hpp"
 #include "kbuild/lock/inspect.hpp"
@@ -335,4 +336,52 @@ TEST(VariantSelect, PicksAsTheLoaderDoes) {
   EXPECT_EQ(reason("torch215-cxx11-cu130-x86_64-linux"),
             "Torch version (2.15) does not match environment Torch version (2.11)");
   EXPECT_EQ(reason("torch-universal"), "");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Offline: the Hugging Face cache as the index
+
+TEST(CacheIndex, AnswersFromTheCacheAndNamesWhatIsMissing) {
+  fakes::MemFileSystem fs;
+  const std::string commit(40, 'c'), lfs(64, 'e'), git(40, 'd');
+  const std::string repo = "/hf/kernels--org--relu";
+  fs.put(repo + "/blobs/" + lfs, "library");
+  fs.put(repo + "/blobs/" + git, "{}");
+  const std::string variant = repo + "/snapshots/" + commit + "/build/torch211-cxx11-cpu-x86_64-linux";
+  ASSERT_TRUE(fs.make_dirs(variant));
+  ASSERT_TRUE(fs.create_symlink("../../../../blobs/" + lfs, variant + "/_relu.abi3.so"));
+  ASSERT_TRUE(fs.create_symlink("../../../../blobs/" + git, variant + "/metadata.json"));
+  fs.put(repo + "/refs/v1", commit + "\n");
+  fs.put(repo + "/refs/v1.0.0", commit);
+  fs.put(repo + "/refs/pr/1", commit);
+
+  CacheKernelIndex index(fs, "/hf", {"org/relu"});
+  auto dirs = index.variant_dirs("org/relu", commit);
+  ASSERT_TRUE(dirs) << dirs.error().message;
+  EXPECT_EQ(*dirs, std::vector<std::string>{"torch211-cxx11-cpu-x86_64-linux"});
+  auto files = index.list_files("org/relu", commit, "build/torch211-cxx11-cpu-x86_64-linux");
+  ASSERT_TRUE(files) << files.error().message;
+  ASSERT_EQ(files->size(), 2u);
+  EXPECT_EQ((*files)[0].path, "build/torch211-cxx11-cpu-x86_64-linux/_relu.abi3.so");
+  EXPECT_EQ((*files)[0].lfs_sha256, lfs);  // named by its blob, verified by the caller
+  EXPECT_EQ((*files)[1].oid, git);
+  EXPECT_EQ(*index.read_file("org/relu", commit, "build/torch211-cxx11-cpu-x86_64-linux/metadata.json"), "{}");
+  auto refs = index.refs("org/relu");
+  ASSERT_TRUE(refs);
+  EXPECT_EQ(refs->branches.at("v1"), commit);
+  EXPECT_EQ(refs->tags.at("v1.0.0"), commit);
+  EXPECT_EQ(refs->branches.size() + refs->tags.size(), 2u);  // pull requests are not versions
+  EXPECT_TRUE(*index.trusted_publisher("org"));              // locked: checked when the lock was made
+
+  // What the cache lacks is a network error naming it, with how to get it.
+  for (const auto& missing : {index.variant_dirs("org/relu", std::string(40, 'f')).error(),
+                              index.refs("org/other").error(), index.trusted_publisher("stranger").error(),
+                              index.fetch("org/relu", commit, "build/x/y.so", "/tmp/x").error()}) {
+    EXPECT_EQ(missing.code, ExitCode::network) << missing.message;
+    EXPECT_TRUE(missing.message.starts_with("offline (HF_HUB_OFFLINE): ")) << missing.message;
+  }
+  EXPECT_TRUE(offline_requested({{"HF_HUB_OFFLINE", "1"}}));
+  EXPECT_TRUE(offline_requested({{"HF_HUB_OFFLINE", "True"}}));
+  EXPECT_FALSE(offline_requested({{"HF_HUB_OFFLINE", "0"}}));
+  EXPECT_FALSE(offline_requested({}));
 }

@@ -98,7 +98,17 @@ TEST(Metadata, RefusesWhatTheKernelsPackageRefuses) {
   EXPECT_NE(float_version.error().message.find("non-negative integer (at most 10^9), not 1.0"), std::string::npos);
   EXPECT_FALSE(Metadata::parse(with("18446744073709551615", "[]")));
   EXPECT_FALSE(Metadata::parse(with("-1", "[]")));
-  EXPECT_FALSE(Metadata::parse(with("1", "[]", false)));  // license is required
+  auto no_license = Metadata::parse(with("1", "[]", false));  // license is required
+  ASSERT_FALSE(no_license);
+  // In words, not the JSON library's ("[json.exception.out_of_range.403] key 'license' not found").
+  EXPECT_EQ(no_license.error().message, "invalid metadata.json: the key \"license\" is missing");
+  auto wrong_type = Metadata::parse(with("1", "[]").replace(with("1", "[]").find("\"MIT\""), 5, "7"));
+  ASSERT_FALSE(wrong_type);
+  EXPECT_EQ(wrong_type.error().message, "invalid metadata.json: a value is number where string is expected");
+  auto not_json = Metadata::parse("{\"name\": ");
+  ASSERT_FALSE(not_json);
+  EXPECT_TRUE(not_json.error().message.starts_with("invalid metadata.json: it is not valid JSON ("))
+      << not_json.error().message;
   auto unknown = Metadata::parse(with("1", R"([{"repo-id":"org/a","version":2,"branch":"x"}])"));
   ASSERT_FALSE(unknown);
   EXPECT_NE(unknown.error().message.find("unknown key \"branch\""), std::string::npos);

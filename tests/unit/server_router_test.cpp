@@ -112,7 +112,7 @@ TEST_F(RouterTest, RefsBranchesAndTags) {
   EXPECT_NE(header(trailing, "X-Error-Message").find("\"x/\""), std::string::npos);
   EXPECT_EQ(call("GET", repo + "/revision/x").status, 404);
   EXPECT_EQ(call("POST", repo + "/tag/main/", R"({"tag":"v9"})").status, 404);  // no revision "main/"
-  EXPECT_EQ(call("GET", repo + "/refs/").status, 200);  // a read ignores it
+  EXPECT_EQ(call("GET", repo + "/refs/").status, 200);                          // a read ignores it
 
   EXPECT_EQ(call("POST", repo + "/tag/dev", R"({"tag":"v1.0"})").status, 200);
   EXPECT_EQ(call("POST", repo + "/tag/dev", R"({"tag":"v1.0"})").status, 409);

@@ -20,6 +20,7 @@ struct DownloadCliOptions {
   std::string python;
   std::optional<std::string> endpoint;
   bool all_variants = false;
+  bool offline = false;
   bool json = false;
   bool verbose = false;
   bool quiet = false;
@@ -35,6 +36,7 @@ Result<ExitCode> run_download(const DownloadCliOptions& options, Services& servi
     KB_TRY_ASSIGN(request.python, python_setting(options.python, services));
   }
   request.endpoint = options.endpoint;
+  request.offline = options.offline;
   LogReporter reporter(!options.json && !options.quiet && (options.verbose || is_smart_terminal(stderr, services.env)));
   auto use_case_services = services.with(reporter);
   KB_TRY_ASSIGN(auto outcome, usecase::download(request, use_case_services));
@@ -52,7 +54,9 @@ Result<ExitCode> run_download(const DownloadCliOptions& options, Services& servi
     nlohmann::ordered_json j = {{"cache", outcome.cache.string()},
                                 {"cache_origin", outcome.cache_origin},
                                 {"variants", variants},
-                                {"bytes_downloaded", outcome.bytes_downloaded}};
+                                {"bytes_downloaded", outcome.bytes_downloaded},
+                                {"offline", outcome.offline},
+                                {"repaired", outcome.repaired}};
     if (!options.all_variants) j["system"] = outcome.system;
     print_json_document(j.dump(2));
     return ExitCode::ok;
@@ -61,8 +65,14 @@ Result<ExitCode> run_download(const DownloadCliOptions& options, Services& servi
   for (const auto& v : outcome.variants)
     fmt::print("  {}@{} {}  ({} files verified, {} downloaded)\n", v.repo_id, v.commit.substr(0, 12), v.variant,
                v.files, v.downloaded);
-  fmt::print("installed {} variant{} into {} ({:.1f} MB downloaded)\n", outcome.variants.size(),
-             outcome.variants.size() == 1 ? "" : "s", outcome.cache.string(), outcome.bytes_downloaded / 1e6);
+  if (outcome.offline)
+    fmt::print("verified {} variant{} in {} (offline: nothing was downloaded)\n", outcome.variants.size(),
+               outcome.variants.size() == 1 ? "" : "s", outcome.cache.string());
+  else
+    fmt::print(
+        "installed {} variant{} into {} ({:.1f} MB downloaded{})\n", outcome.variants.size(),
+        outcome.variants.size() == 1 ? "" : "s", outcome.cache.string(), outcome.bytes_downloaded / 1e6,
+        outcome.repaired.empty() ? "" : fmt::format("; {} damaged cached file(s) replaced", outcome.repaired.size()));
   return ExitCode::ok;
 }
 
@@ -79,6 +89,9 @@ void register_download(CLI::App& app, CommandAction& action) {
                   std::string("The interpreter whose Torch decides the variant") + k_python_help_suffix);
   cmd->add_option("--endpoint", options->endpoint, "Hub URL (default: $HF_ENDPOINT or https://huggingface.co)");
   cmd->add_flag("--json", options->json, "Print what was installed as JSON");
+  cmd->add_flag(
+      "--offline", options->offline,
+      "Use only kernels.lock and the Hugging Face cache: verify what is cached, fetch nothing (also HF_HUB_OFFLINE=1)");
   cmd->add_flag("-v,--verbose", options->verbose, "Print every step and request (the token is never printed)");
   cmd->add_flag("-q,--quiet", options->quiet, "Print only errors");
   cmd->callback([options, &action] { action = [options](Services& s) { return run_download(*options, s); }; });

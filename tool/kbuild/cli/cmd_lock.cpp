@@ -19,6 +19,7 @@ struct LockCliOptions {
   std::vector<std::string> trust;
   std::optional<std::string> endpoint;
   bool check = false;
+  bool offline = false;
   bool dry_run = false;
   bool json = false;
   bool verbose = false;
@@ -99,6 +100,7 @@ Result<ExitCode> run_lock(const LockCliOptions& options, Services& services) {
   }
   request.trusted.insert(options.trust.begin(), options.trust.end());
   request.endpoint = options.endpoint;
+  request.offline = options.offline;
   LogReporter reporter(!options.json && !options.quiet && (options.verbose || is_smart_terminal(stderr, services.env)));
   auto use_case_services = services.with(reporter);
   KB_TRY_ASSIGN(auto outcome, usecase::lock_kernels(request, use_case_services));
@@ -164,6 +166,9 @@ void register_lock(CLI::App& app, CommandAction& action) {
                   "repeatable");
   cmd->add_option("--endpoint", options->endpoint, "Hub URL (default: $HF_ENDPOINT or https://huggingface.co)");
   cmd->add_flag("--json", options->json, "Print what was resolved, and from what, as JSON");
+  cmd->add_flag("--offline", options->offline,
+                "Use only kernels.lock and the Hugging Face cache, never the Hub (also HF_HUB_OFFLINE=1); with "
+                "--check, an offline CI gate");
   cmd->add_flag("-v,--verbose", options->verbose, "Print every step and request (the token is never printed)");
   cmd->add_flag("-q,--quiet", options->quiet, "Print only errors");
   cmd->callback([options, &action] { action = [options](Services& s) { return run_lock(*options, s); }; });

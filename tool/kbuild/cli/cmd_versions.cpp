@@ -24,6 +24,7 @@ struct InspectCliOptions {
   std::optional<std::string> endpoint;
   bool json = false;
   bool explain = false;
+  bool offline = false;
   bool verbose = false;
 };
 
@@ -35,6 +36,7 @@ usecase::InspectRequest inspect_request(const InspectCliOptions& options, Servic
   // An unreadable user config leaves python3; a Python without Torch is only a note in the outcome.
   request.python = python_setting(options.python, services).value_or("python3");
   request.endpoint = options.endpoint;
+  request.offline = options.offline;
   return request;
 }
 
@@ -223,6 +225,9 @@ void add_common(CLI::App* cmd, InspectCliOptions& options) {
   cmd->add_option("--python", options.python,
                   std::string("The interpreter whose Torch decides what this machine loads") + k_python_help_suffix);
   cmd->add_option("--endpoint", options.endpoint, "Hub URL (default: $HF_ENDPOINT or https://huggingface.co)");
+  cmd->add_flag("--offline", options.offline,
+                "Read the Hugging Face cache instead of the Hub: what was downloaded, and the branches and tags its "
+                "refs name (also HF_HUB_OFFLINE=1)");
   cmd->add_flag("--json", options.json, "Print as JSON");
   cmd->add_flag("--explain", options.explain, "Say for every variant why this machine would or would not load it");
   cmd->add_flag("-v,--verbose", options.verbose, "Print every request (the token is never printed)");

@@ -273,6 +273,18 @@ Result<bool> tag_holds_build(HubClient& client, const RepoRef& repo, const std::
   return at_tag.plan.empty();
 }
 
+// Publishing the same build again under an existing tag whose tree holds it is done already (a rerun
+// after the tag's answer was lost, or another job of the same release that won the race, even when the
+// branch moved on since); anything else would move a release: an error.
+Result<void> released_already(HubClient& client, const PublishTarget& target, const PublishOptions& options,
+                              const std::string& tag_commit, const std::vector<std::string>& owned) {
+  KB_TRY_ASSIGN(bool released, tag_holds_build(client, target.repo, target.branch, tag_commit, target, owned));
+  if (released) return {};
+  return fail(usage("tag " + options.tag + " already exists in " + target.repo.id + " (at " + tag_commit.substr(0, 12) +
+                        ") with another build",
+                    "publish a new version tag, or pass --force to move it"));
+}
+
 // What the release lacks of the matrix. Variants of a local build (the Torch of --python) are often
 // outside the matrix: say so, rather than only that the matrix's are missing.
 std::string missing_note(const PublishTarget& target, const PublishOptions& options) {
@@ -338,20 +350,11 @@ Result<PublishOutcome> publish(HubClient& client, util::FileSystem& fs, const co
     bool changed = !main_plan.plan.empty() || !version_plan.plan.empty();
     if (auto tag = refs.tags.find(options.tag);
         !options.tag.empty() && tag != refs.tags.end() && !options.force && !options.dry_run) {
-      // Publishing the same build again under an existing tag whose tree holds it is done already (a
-      // rerun after the tag's answer was lost, or another job of the same release that won the race,
-      // even when the branch moved on since); anything else would move a release.
-      KB_TRY_ASSIGN(bool released, tag_holds_build(client, repo, branch, tag->second, target, owned));
-      if (released) {
-        outcome.status = "no_changes";
-        outcome.commit = tag->second;
-        outcome.traffic = client.stats();
-        return outcome;
-      }
-      return fail(
-          usage("tag " + options.tag + " already exists in " + repo.id + " (at " + tag->second.substr(0, 12) +
-                    ") with another build",
-                "publish a new version tag, or pass --force to move it"));
+      KB_TRY(released_already(client, target, options, tag->second, owned));
+      outcome.status = "no_changes";
+      outcome.commit = tag->second;
+      outcome.traffic = client.stats();
+      return outcome;
     }
     if (options.dry_run) {
       outcome.status = "dry_run";

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <regex>
 
 namespace kbuild::layout {
 
@@ -57,6 +58,26 @@ std::string Metadata::to_json() const {
   }
   return j.dump(2) + "\n";
 }
+
+namespace {
+
+// nlohmann's message as a sentence: "[json.exception.out_of_range.403] key 'license' not found" is
+// "the key "license" is missing".
+std::string plain_json_error(const nlohmann::json::exception& e) {
+  std::string what = e.what();
+  if (auto end = what.find("] "); what.starts_with("[json.exception.") && end != std::string::npos)
+    what = what.substr(end + 2);
+  static const std::regex k_missing(R"(key '([^']*)' not found)");
+  static const std::regex k_type(R"(type must be (\w+), but is (\w+))");
+  std::smatch match;
+  if (std::regex_search(what, match, k_missing)) return "the key \"" + match[1].str() + "\" is missing";
+  if (std::regex_search(what, match, k_type))
+    return "a value is " + match[2].str() + " where " + match[1].str() + " is expected";
+  if (e.id >= 101 && e.id <= 199) return "it is not valid JSON (" + what + ")";
+  return what;
+}
+
+}  // namespace
 
 Result<Metadata> Metadata::parse(std::string_view text) {
   try {
@@ -123,6 +144,8 @@ Result<Metadata> Metadata::parse(std::string_view text) {
       m.toolchain = record;
     }
     return m;
+  } catch (const nlohmann::json::exception& e) {
+    return fail("invalid metadata.json: " + plain_json_error(e));
   } catch (const std::exception& e) {
     return fail(std::string("invalid metadata.json: ") + e.what());
   }

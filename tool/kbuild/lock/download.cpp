@@ -118,10 +118,11 @@ class Installer {
       return fail(
           verify_error("the Hub listed " + remote.path + " of " + repo + " with an invalid id \"" + etag + "\"", ""));
     auto blob = repo_dir / "blobs" / etag;
+    bool damaged = false;
     if (m_fs.stat(blob).is_file) {
       auto hashes = hash_file(m_fs, blob, digest_algorithm);
       if (hashes && matches_remote(*hashes, remote)) return std::pair(*hashes, false);
-      progress("replacing a damaged cached copy of " + remote.path);
+      damaged = true;
     }
     KB_TRY(m_fs.make_dirs(repo_dir / "blobs"));
     auto temp = util::temp_sibling(blob);
@@ -142,6 +143,7 @@ class Installer {
       (void)m_fs.remove_all(temp);
       return fail(renamed.error());
     }
+    if (damaged && m_options.repaired) m_options.repaired(repo + "@" + commit.substr(0, 12) + " " + remote.path);
     return std::pair(*hashes, true);
   }
 

@@ -31,6 +31,8 @@ struct DownloadOptions {
   SystemFacts system;                ///< used unless all_variants
   std::filesystem::path cache_root;  ///< the hub cache (resolve_hf_cache)
   std::function<void(const std::string&)> progress;
+  /// A cached file that did not match its id and was downloaded again ("repo@commit path").
+  std::function<void(const std::string&)> repaired;
 };
 
 struct InstalledVariant {

@@ -3,8 +3,9 @@
 //   lock      pyproject.toml's [tool.kernels.dependencies] -> kernels.lock (lock/project.hpp)
 //   download  kernels.lock -> the variants this machine loads, in the Hugging Face cache
 //             (lock/download.hpp)
-// Progress goes to reporter.info, warnings to reporter.warning, pyproject's problems to
-// reporter.diagnostics.
+// Progress goes to reporter.info, warnings to reporter.warning (a damaged cached file that download
+// replaced, too), pyproject's problems to reporter.diagnostics. Offline (HF_HUB_OFFLINE=1 or
+// --offline), both read the Hugging Face cache instead of the Hub (lock/cache_index.hpp).
 
 #include <filesystem>
 #include <optional>
@@ -23,6 +24,7 @@ struct LockKernelsRequest {
   std::set<std::string> upgrade;  ///< repository ids resolved again
   std::set<std::string> trusted;  ///< namespaces or repository ids trusted without asking the Hub
   std::optional<std::string> endpoint;
+  bool offline = false;  ///< --offline; HF_HUB_OFFLINE too: only kernels.lock and the cache (lock/cache_index.hpp)
 };
 
 using LockKernelsOutcome = lock::LockProjectOutcome;
@@ -34,6 +36,7 @@ struct DownloadRequest {
   bool all_variants = false;          ///< every variant, not only what this machine loads
   std::string python = "python3";     ///< whose Torch decides the variant (unless all_variants)
   std::optional<std::string> endpoint;
+  bool offline = false;  ///< --offline; HF_HUB_OFFLINE too: verify the cache, fetch nothing
 };
 
 struct DownloadOutcome {
@@ -42,6 +45,8 @@ struct DownloadOutcome {
   std::string cache_origin;     ///< which setting named it (HF_HUB_CACHE, HF_HOME, the default)
   std::uint64_t bytes_downloaded = 0;
   std::string system;  ///< the machine the variants were chosen for (empty with all_variants)
+  bool offline = false;
+  std::vector<std::string> repaired;  ///< damaged cached files replaced by a fresh download
 };
 
 /// Into the Hugging Face cache the `kernels` package reads (HF_HUB_CACHE, HF_HOME, ~/.cache).

@@ -1,5 +1,7 @@
 #include "kbuild/usecase/inspect.hpp"
 
+#include "kbuild/lock/cache_index.hpp"
+#include "kbuild/lock/hf_cache.hpp"
 #include "kbuild/lock/local_index.hpp"
 #include "kbuild/net/names.hpp"
 #include "kbuild/usecase/hub_access.hpp"
@@ -49,16 +51,36 @@ Result<lock::RevisionReport> describe_local(const InspectRequest& request, Servi
   return report;
 }
 
+// The Hub, or offline (lock/cache_index.hpp) the Hugging Face cache; `where` names which.
+struct RegistryIndex {
+  HubAccess hub;
+  std::unique_ptr<lock::KernelIndex> index;
+  std::string where;
+};
+
+RegistryIndex open_registry(const InspectRequest& request, Services& services) {
+  RegistryIndex out;
+  if (request.offline || lock::offline_requested(services.env.all())) {
+    auto cache = lock::resolve_hf_cache(services.env.all()).root;
+    out.index = std::make_unique<lock::CacheKernelIndex>(services.fs, cache, std::set<std::string>{});
+    out.where = cache.string() + " (offline)";
+    return out;
+  }
+  out.hub = open_hub(services, request.endpoint);
+  out.index = std::make_unique<lock::HubKernelIndex>(*out.hub.client);
+  out.where = out.hub.client->endpoint();
+  return out;
+}
+
 }  // namespace
 
 Result<VersionsOutcome> versions(const InspectRequest& request, Services& services) {
   KB_TRY(check_repo_id(request.target));
   VersionsOutcome outcome;
   outcome.system = optional_system(services, request.python, outcome.system_note);
-  HubAccess hub = open_hub(services, request.endpoint);
-  lock::HubKernelIndex index(*hub.client);
-  KB_TRY_ASSIGN(outcome.report, lock::list_versions(request.target, outcome.system, index));
-  outcome.endpoint = hub.client->endpoint();
+  RegistryIndex registry = open_registry(request, services);
+  KB_TRY_ASSIGN(outcome.report, lock::list_versions(request.target, outcome.system, *registry.index));
+  outcome.endpoint = registry.where;
   return outcome;
 }
 
@@ -72,10 +94,9 @@ Result<InfoOutcome> info(const InspectRequest& request, Services& services) {
     return outcome;
   }
   KB_TRY(check_repo_id(request.target));
-  HubAccess hub = open_hub(services, request.endpoint);
-  lock::HubKernelIndex index(*hub.client);
-  KB_TRY_ASSIGN(outcome.report,
-                lock::describe_revision(request.target, {request.version, request.revision}, outcome.system, index));
+  RegistryIndex registry = open_registry(request, services);
+  KB_TRY_ASSIGN(outcome.report, lock::describe_revision(request.target, {request.version, request.revision},
+                                                        outcome.system, *registry.index));
   return outcome;
 }
 

@@ -21,11 +21,12 @@ struct InspectRequest {
   std::optional<std::string> revision;   ///< info: a branch, tag or commit
   std::string python = "python3";
   std::optional<std::string> endpoint;
+  bool offline = false;  ///< --offline; HF_HUB_OFFLINE too: the Hugging Face cache instead of the Hub
 };
 
 struct VersionsOutcome {
   lock::VersionsReport report;
-  std::string endpoint;  ///< the Hub asked
+  std::string endpoint;  ///< the Hub asked; offline: the cache read
   std::optional<lock::SystemFacts> system;
   std::string system_note;  ///< why `system` is unknown
 };
