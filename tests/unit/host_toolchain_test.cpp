@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "kbuild/layout/metadata.hpp"
 #include "kbuild/plan/reproducibility.hpp"
@@ -191,7 +192,7 @@ TEST(DebArchive, UnpacksFilesLinksAndHardLinksBelowTheRoot) {
                                 {"./usr/bin/c++-12", AE_IFREG, "./usr/bin/x86_64-linux-gnu-g++-12", true},
                                 {"./usr/share/doc/g++-12/copyright", AE_IFREG, "text"}});
   kbuild::util::RealFileSystem real;
-  auto unpacked = extract_deb(real, tmp.dir / "p.deb", tmp.dir / "root", host_toolchain_entry);
+  auto unpacked = extract_deb(tmp.dir / "p.deb", tmp.dir / "root", host_toolchain_entry);
   ASSERT_TRUE(unpacked) << unpacked.error().message;
   const fs::path root = tmp.dir / "root";
   EXPECT_EQ(real.read_file(root / "usr/bin/x86_64-linux-gnu-g++-12").value(), "#!driver");
@@ -210,13 +211,100 @@ TEST(DebArchive, RefusesEntriesThatLeaveTheRoot) {
                                                    {"./usr/lib/evil", AE_IFLNK, "../../../etc"},
                                                    {"./usr/lib/copy", AE_IFREG, "../outside", true}}) {
     write_deb(tmp.dir / "bad.deb", {bad});
-    auto unpacked = extract_deb(real, tmp.dir / "bad.deb", tmp.dir / "root", host_toolchain_entry);
+    auto unpacked = extract_deb(tmp.dir / "bad.deb", tmp.dir / "root", host_toolchain_entry);
     ASSERT_FALSE(unpacked) << bad.name;
     EXPECT_NE(unpacked.error().message.find("refusing bad.deb"), std::string::npos) << unpacked.error().message;
     EXPECT_FALSE(fs::exists(tmp.dir / "etc"));
   }
   std::ofstream(tmp.dir / "not.deb") << "hello";
-  EXPECT_FALSE(extract_deb(real, tmp.dir / "not.deb", tmp.dir / "root", host_toolchain_entry));
+  EXPECT_FALSE(extract_deb(tmp.dir / "not.deb", tmp.dir / "root", host_toolchain_entry));
+}
+
+namespace {
+
+// A sandbox: root/ (where packages go, several levels down so that chains of ".." have room) and
+// outside/ with a canary file and a directory; afterwards nothing outside root/ may have changed.
+struct Sandbox {
+  DebDir tmp;
+  fs::path root = tmp.dir / "a" / "b" / "root";
+  fs::path outside = tmp.dir / "outside";
+  Sandbox() {
+    fs::create_directories(root);
+    fs::create_directories(outside / "dir");
+    std::ofstream(outside / "canary") << "precious";
+    std::ofstream(outside / "dir" / "kept") << "kept";
+  }
+  // Every file below tmp.dir outside root/, with its content.
+  std::map<std::string, std::string> outside_files() const {
+    std::map<std::string, std::string> files;
+    for (const auto& entry : fs::recursive_directory_iterator(tmp.dir)) {
+      auto rel = entry.path().lexically_relative(tmp.dir).string();
+      if (rel.starts_with("a/b/root") || entry.is_symlink() || !entry.is_regular_file()) continue;
+      if (entry.path().extension() == ".deb") continue;
+      std::ifstream in(entry.path());
+      files[rel] = std::string(std::istreambuf_iterator<char>(in), {});
+    }
+    return files;
+  }
+};
+
+std::optional<std::string> everything(const std::string& name) { return name; }
+
+}  // namespace
+
+TEST(DebArchive, LinkChainsNeitherWriteNorDeleteNorReadOutsideTheRoot) {
+  // Each package climbs out of the root through links that each look "inside" when judged alone,
+  // then writes, overwrites, deletes or reads through them.
+  const std::vector<std::pair<std::string, std::vector<WrittenEntry>>> attacks = {
+      {"chain then write",
+       {{"./x/y", AE_IFLNK, ".."},
+        {"./c", AE_IFLNK, "x/y/.."},
+        {"./d", AE_IFLNK, "c/.."},
+        {"./d/new-file", AE_IFREG, "planted"}}},
+      {"chain made backwards then write",
+       {{"./c", AE_IFLNK, "x/y/.."},
+        {"./d", AE_IFLNK, "c/../.."},
+        {"./x/y", AE_IFLNK, ".."},
+        {"./d/outside/canary", AE_IFREG, "overwritten"},
+        {"./d/new-file", AE_IFREG, "planted"}}},
+      {"write through a link inside",
+       {{"./real/", AE_IFDIR, ""}, {"./l", AE_IFLNK, "real"}, {"./l/file", AE_IFREG, "through the link"}}},
+      {"replace a link that leads out",
+       {{"./x/y", AE_IFLNK, ".."}, {"./o", AE_IFLNK, "x/y/../../../../outside/canary"}, {"./o", AE_IFREG, "replaced"}}},
+      {"delete through a link",
+       {{"./c", AE_IFLNK, "x/y/.."}, {"./x/y", AE_IFLNK, "../.."}, {"./c/outside/dir", AE_IFLNK, "anything"}}},
+      {"hard link read through a link",
+       {{"./c", AE_IFLNK, "x/y/../../../../outside"},
+        {"./x/y", AE_IFLNK, ".."},
+        {"./copy", AE_IFREG, "c/canary", true}}},
+      {"a chain to /",
+       {{"./u", AE_IFLNK, "../../../../../../../../../../../.."}, {"./u/tmp/kbuild-escaped", AE_IFREG, "x"}}},
+  };
+  for (const auto& [what, entries] : attacks) {
+    Sandbox box;
+    const auto before = box.outside_files();
+    write_deb(box.tmp.dir / "evil.deb", entries);
+    auto unpacked = extract_deb(box.tmp.dir / "evil.deb", box.root, everything);
+    bool refused = !unpacked || !verify_contained(box.root);
+    EXPECT_TRUE(refused) << what;
+    EXPECT_EQ(box.outside_files(), before) << what;  // nothing written, overwritten or deleted
+    EXPECT_TRUE(fs::exists(box.outside / "dir" / "kept")) << what;
+    EXPECT_FALSE(fs::exists("/tmp/kbuild-escaped")) << what;
+    std::error_code ec;
+    EXPECT_FALSE(fs::exists(box.root / "copy", ec) && fs::is_regular_file(box.root / "copy")) << what;
+    if (fs::exists(box.root / "l")) {
+      EXPECT_FALSE(fs::exists(box.root / "real" / "file")) << what;
+    }
+  }
+  // A package whose links stay inside, through other links too, is unpacked and passes.
+  Sandbox box;
+  write_deb(box.tmp.dir / "good.deb", {{"./usr/lib/x/libz.so.1.2", AE_IFREG, "z"},
+                                       {"./usr/lib/x/libz.so.1", AE_IFLNK, "libz.so.1.2"},
+                                       {"./lib", AE_IFLNK, "usr/lib"},
+                                       {"./usr/lib/libz.so", AE_IFLNK, "../../lib/x/libz.so.1"}});
+  ASSERT_TRUE(extract_deb(box.tmp.dir / "good.deb", box.root, everything));
+  EXPECT_TRUE(verify_contained(box.root));
+  EXPECT_EQ(kbuild::util::RealFileSystem().read_file(box.root / "usr/lib/libz.so").value(), "z");
 }
 
 TEST(Reproducibility, FindsTimeMacrosAndAnonymousNamespacesInCudaOnly) {

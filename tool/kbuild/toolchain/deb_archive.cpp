@@ -6,6 +6,7 @@
 
 #include <memory>
 
+#include "kbuild/util/confined_dir.hpp"
 #include "kbuild/util/interrupt.hpp"
 #include "kbuild/util/lazy_libraries.hpp"
 #include "kbuild/util/shared_library.hpp"
@@ -124,9 +125,8 @@ std::optional<std::string> normalized_inside(const fs::path& path) {
 }
 
 struct Unpacker {
-  util::FileSystem& fs;
+  util::ConfinedDir& root;
   const fs::path& deb;
-  const fs::path& root;
   const EntrySelector& select;
   UnpackedDeb result;
 
@@ -135,9 +135,13 @@ struct Unpacker {
                 "the package is malformed or malicious; delete it from the download cache and fetch it again");
   }
 
+  Result<void> make_parent(const std::string& destination) {
+    const std::string parent = fs::path(destination).parent_path().string();
+    return parent.empty() ? Result<void>() : root.make_dirs(parent);
+  }
+
   Result<void> write_file(archive* data, const std::string& destination, bool executable) {
-    const fs::path path = root / destination;
-    KB_TRY(fs.make_dirs(path.parent_path()));
+    KB_TRY(make_parent(destination));
     auto next = [&](std::string& chunk) -> Result<bool> {
       if (util::interrupted()) return util::interrupted_failure("while unpacking " + deb.filename().string());
       size_t had = chunk.size();
@@ -148,7 +152,7 @@ struct Unpacker {
       result.bytes += static_cast<std::uint64_t>(n);
       return n > 0;
     };
-    KB_TRY(fs.write_chunks(path, next, executable));
+    KB_TRY(root.write_file(destination, next, executable));
     result.files.push_back(destination);
     return {};
   }
@@ -166,12 +170,15 @@ struct Unpacker {
       std::string source = hardlink;
       if (source.starts_with("./")) source.erase(0, 2);
       if (!is_safe_archive_path(source)) return refuse(name, "is a hard link to a path outside the root");
-      KB_TRY_ASSIGN(std::string content, fs.read_file(root / source));
-      KB_TRY(fs.write_chunks(
-          root / *destination,
+      // Read without following a link: a hard link names a file the package wrote, not a link to one.
+      auto content = root.read_file(source);
+      if (!content) return refuse(name, "is a hard link to something that is no regular file of the package");
+      KB_TRY(make_parent(*destination));
+      KB_TRY(root.write_file(
+          *destination,
           [&, done = false](std::string& chunk) mutable -> Result<bool> {
             if (done) return false;
-            chunk += content;
+            chunk += *content;
             done = true;
             return true;
           },
@@ -179,14 +186,16 @@ struct Unpacker {
       result.files.push_back(*destination);
       return {};
     }
-    if (S_ISDIR(mode)) return fs.make_dirs(root / *destination);
+    if (S_ISDIR(mode)) return root.make_dirs(*destination);
     if (S_ISLNK(mode)) {
       const char* raw_target = libarchive().entry_symlink(header);
       auto target = contained_link_target(*destination, raw_target ? raw_target : "");
       if (!target) return refuse(name, "is a symbolic link that leaves the root");
-      KB_TRY(fs.make_dirs((root / *destination).parent_path()));
-      (void)fs.remove_all(root / *destination);
-      KB_TRY(fs.create_symlink(*target, root / *destination));
+      KB_TRY(make_parent(*destination));
+      // Judged as the kernel resolves it through the links already there, not only by its spelling.
+      if (!root.resolve(fs::path(*destination).parent_path().string(), *target))
+        return refuse(name, "is a symbolic link that leaves the root through the links before it");
+      KB_TRY(root.create_symlink(*destination, *target));
       result.symlinks.push_back(*destination);
       return {};
     }
@@ -226,14 +235,24 @@ std::optional<std::string> contained_link_target(std::string_view link, std::str
   return std::string(target);
 }
 
-Result<UnpackedDeb> extract_deb(util::FileSystem& fs, const fs::path& deb, const fs::path& root,
-                                const EntrySelector& select) {
+Result<void> verify_contained(const fs::path& root) {
+  KB_TRY_ASSIGN(util::ConfinedDir dir, util::ConfinedDir::open(root));
+  KB_TRY_ASSIGN(auto escaping, dir.escaping_links());
+  if (escaping.empty()) return {};
+  return fail("refusing the unpacked packages in " + root.string() + ": " + std::to_string(escaping.size()) +
+                  " symbolic link(s) lead outside it through other links: " + escaping.front() +
+                  (escaping.size() > 1 ? " and more" : ""),
+              "a pinned package is malformed or malicious; delete the toolchain's downloads and check kbuild.lock");
+}
+
+Result<UnpackedDeb> extract_deb(const fs::path& deb, const fs::path& root, const EntrySelector& select) {
   if (!archive_api()) return fail(archive_api().error());
+  KB_TRY_ASSIGN(util::ConfinedDir tree, util::ConfinedDir::open(root));
   ArchivePtr outer(libarchive().read_new());
   libarchive().read_support_format_ar(outer.get());
   if (libarchive().read_open_filename(outer.get(), deb.c_str(), k_block) != ARCHIVE_OK)
     return fail("cannot open " + deb.string() + " as a Debian package: " + error_of(outer.get()));
-  Unpacker unpacker{fs, deb, root, select, {}};
+  Unpacker unpacker{tree, deb, select, {}};
   for (;;) {
     archive_entry* header = nullptr;
     int rc = libarchive().read_next_header(outer.get(), &header);

@@ -3,9 +3,13 @@
 // host toolchain (host_toolchain.hpp). A .deb is an ar archive whose data.tar.* member holds the
 // files; kbuild unpacks that member below a root directory the way dpkg would below /, except:
 //  - entry names must be safe relative paths (is_safe_archive_path) after the leading "./";
+//  - every write goes through util::ConfinedDir: walked from the root one component at a time, never
+//    through a link (an entry that names a path through an earlier link is refused);
 //  - an absolute symbolic link ("/lib/x86_64-linux-gnu/libm.so.6") is rewritten relative to the link
-//    inside the root, so the tree can move; a relative link that would leave the root is refused;
-//  - a hard link becomes a copy of the file it names (written earlier in the same member);
+//    inside the root, so the tree can move; a link whose target leaves the root, as the kernel would
+//    resolve it through the links already there, is refused; verify_contained() checks the finished
+//    tree again, since a later link can redirect an earlier one;
+//  - a hard link becomes a copy of the regular file it names (written earlier, read without links);
 //  - owners and timestamps are not kept; a file is executable when any execute bit is set.
 
 #include <cstdint>
@@ -31,8 +35,12 @@ struct UnpackedDeb {
 
 /// Unpacks the entries of `deb`'s data member that `select` keeps (given the name without "./";
 /// directories are created as needed) below `root`.
-Result<UnpackedDeb> extract_deb(util::FileSystem& fs, const std::filesystem::path& deb,
-                                const std::filesystem::path& root, const EntrySelector& select);
+Result<UnpackedDeb> extract_deb(const std::filesystem::path& deb, const std::filesystem::path& root,
+                                const EntrySelector& select);
+
+/// Error when a symbolic link in the tree at `root` leads outside it (after every package of a
+/// toolchain was unpacked, before anything uses the tree).
+Result<void> verify_contained(const std::filesystem::path& root);
 
 /// The target a symbolic link at `link` (relative to the root) must have inside the root: an
 /// absolute `target` made relative to the link's directory, a relative one kept; nullopt when the

@@ -134,12 +134,13 @@ Result<void> Provisioner::assemble_host_toolchain(const std::vector<LockedArtifa
   auto assembled = [&]() -> Result<void> {
     std::vector<std::string> tool_libraries;
     for (size_t i = 0; i < packages.size(); ++i) {
-      KB_TRY_ASSIGN(UnpackedDeb unpacked, extract_deb(m_fs, files[i], staging / "root", host_toolchain_entry));
+      KB_TRY_ASSIGN(UnpackedDeb unpacked, extract_deb(files[i], staging / "root", host_toolchain_entry));
       if (!tool_packages.count(packages[i].package)) continue;
       for (const auto& list : {unpacked.files, unpacked.symlinks})
         for (const auto& path : list)
           if (shared_library(path)) tool_libraries.push_back(path);
     }
+    KB_TRY(verify_contained(staging / "root"));
     KB_TRY(complete_root(m_fs, staging, recipe, tool_libraries));
     KB_TRY(prove_host_compiler(compiler_at(staging, recipe, packages)));
     std::string marker;
