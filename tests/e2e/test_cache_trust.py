@@ -252,3 +252,83 @@ def test_links_between_sibling_directories_are_a_loop_not_a_long_walk(tmp_path):
     (package / "x" / "to_y2").symlink_to("../y")
     result = run_kbuild(*build_args(kernel, "--backend", "cpu"), check=False, timeout=60)
     assert result.returncode == 2 and "a loop" in result.stderr, result.stderr
+
+
+def snapshot(root: Path) -> dict:
+    """Every entry below `root` with its type, size and mtime (links not followed)."""
+    out = {}
+    for path in sorted(root.rglob("*")):
+        st = path.lstat()
+        out[str(path.relative_to(root))] = (st.st_mode, st.st_size, st.st_mtime_ns)
+    return out
+
+
+def test_a_read_only_cache_serves_builds_and_stores_nothing(tmp_path):
+    """The cache on a read-only mount (a shared NFS cache, a CI image): a no-op, a build served from it and
+    a --no-cache build all succeed, say once that nothing is stored, and leave it as it was. Before: every
+    build failed with `cannot open the lock …/.in-use: Read-only file system`."""
+    if subprocess.run(["unshare", "-rm", "true"], capture_output=True).returncode != 0:
+        pytest.skip("unshare -rm (a private mount namespace) is not permitted here")
+    cache = empty_compile_cache(tmp_path / "cache")
+    kernel = copy_kernel(tmp_path / "img2gray")
+    env = dict(os.environ, KBUILD_CACHE=str(cache))
+    run_kbuild(*build_args(kernel, "--backend", "cpu"), env=env)
+    before = snapshot(cache)
+    script = f"""
+set -e
+mount --bind {cache} {cache} && mount -o remount,bind,ro {cache}
+run() {{ "$@" > {tmp_path}/out.txt 2>&1; echo "rc=$?" >> {tmp_path}/out.txt; cat {tmp_path}/out.txt; }}
+set +e
+run {KBUILD} build {kernel} --backend cpu --python {build_args(kernel)[3]}
+rm -rf {kernel}/build {kernel}/.kbuild
+run {KBUILD} build {kernel} --backend cpu --python {build_args(kernel)[3]}
+rm -rf {kernel}/build {kernel}/.kbuild
+run {KBUILD} build {kernel} --backend cpu --no-cache --python {build_args(kernel)[3]}
+"""
+    result = subprocess.run(["unshare", "-rm", "bash", "-c", script], env=env, capture_output=True, text=True,
+                            timeout=600)
+    out = result.stdout + result.stderr
+    assert out.count("rc=0") == 3, out
+    assert out.count("is read-only: what it holds is used as it is") == 3, out
+    assert "no work to do" in out and "from cache" in out, out
+    assert (kernel / "build" / CPU_VARIANT).is_dir()
+    assert snapshot(cache) == before  # nothing stored, touched or counted
+
+
+def test_check_rebuild_rebuilds_only_what_build_holds_and_leaves_nothing_when_interrupted(tmp_path):
+    """A local CPU-only build: `check --rebuild` builds the CPU variant again, not the CUDA variant a
+    local build would also make (an nvcc that fails every compile proves it), and a signal during the
+    rebuild leaves no .kbuild/rebuild behind. Before: it compiled the CUDA variant, and Ctrl-C left
+    .kbuild/rebuild/work-local (37 MB)."""
+    kernel = copy_kernel(tmp_path / "img2gray")
+    run_kbuild(*build_args(kernel, "--backend", "cpu"))
+    real_nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    # The real toolkit, linked entry by entry, but for an nvcc that runs everything except a compile.
+    real_root = Path(real_nvcc).resolve().parent.parent
+    fake_cuda = tmp_path / "cuda"
+    (fake_cuda / "bin").mkdir(parents=True)
+    for entry in real_root.iterdir():
+        if entry.name != "bin":
+            (fake_cuda / entry.name).symlink_to(entry)
+    for entry in (real_root / "bin").iterdir():
+        if entry.name != "nvcc":
+            (fake_cuda / "bin" / entry.name).symlink_to(entry)
+    (fake_cuda / "bin" / "nvcc").write_text(f'#!/bin/sh\ncase " $* " in *" -c "*) echo "no CUDA compile expected" >&2; exit 1;; esac\n'
+                                            f'exec {real_nvcc} "$@"\n')
+    (fake_cuda / "bin" / "nvcc").chmod(0o755)
+    env = dict(os.environ, CUDA_HOME=str(fake_cuda), PATH=f"{fake_cuda / 'bin'}:{os.environ['PATH']}")
+    result = run_kbuild("check", kernel, "--rebuild", "--python", build_args(kernel)[3], env=env, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout == f"{CPU_VARIANT}: identical to a rebuild\n", result.stdout
+    assert not (kernel / ".kbuild" / "rebuild").exists()
+    # Interrupted while it rebuilds (no compile cache: it compiles for seconds).
+    process = subprocess.Popen([str(KBUILD), "check", str(kernel), "--rebuild", "--python", build_args(kernel)[3]],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not (kernel / ".kbuild" / "rebuild").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
+    process.send_signal(signal.SIGTERM)
+    out, err = process.communicate(timeout=30)
+    assert process.returncode == 130, out + err
+    assert not (kernel / ".kbuild" / "rebuild").exists(), list((kernel / ".kbuild" / "rebuild").rglob("*"))[:5]

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "kbuild/cache/usage.hpp"
 #include "kbuild/usecase/cache_admin.hpp"
 #include "kbuild/usecase/check_variants.hpp"
 #include "kbuild/usecase/ci_workflow.hpp"
@@ -121,7 +122,20 @@ TEST_F(CacheFixture, StatsPruneVerifyAndClean) {
   ASSERT_TRUE(verified) << verified.error().message;
   EXPECT_EQ(verified->report.removed, 1u);
 
-  ASSERT_TRUE(usecase::cache_clean(false, services));
+  // Clean, like prune, never takes what a running build uses: with one holding the cache, --no-wait
+  // fails and removes nothing.
+  usecase::CacheCleanRequest clean;
+  clean.toolchains = true;
+  clean.wait = false;
+  {
+    auto in_use = cache::hold_cache_in_use(fs, "/cache");
+    ASSERT_TRUE(in_use);
+    auto refused = usecase::cache_clean(clean, services);
+    ASSERT_FALSE(refused);
+    EXPECT_NE(refused.error().hint.find("--no-wait"), std::string::npos);
+    EXPECT_TRUE(fs.stat("/cache/objects").exists);
+  }
+  ASSERT_TRUE(usecase::cache_clean(clean, services));
   EXPECT_FALSE(fs.stat("/cache/objects").exists);
 }
 

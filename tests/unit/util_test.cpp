@@ -6,12 +6,15 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "kbuild/util/fs.hpp"
 #include "kbuild/util/git.hpp"
 #include "kbuild/util/hash.hpp"
+#include "kbuild/util/interrupt.hpp"
 #include "kbuild/util/log.hpp"
+#include "kbuild/util/process.hpp"
 #include "kbuild/util/strings.hpp"
 #include "kbuild/util/toml_guard.hpp"
 #include "kbuild/util/version.hpp"
@@ -200,4 +203,43 @@ TEST(TomlGuard, RefusesDeepKeysAndNestingOnlyWhereTheyAre) {
   std::string inline_deep = "x = {a = 1, ";
   for (int i = 0; i < 70; ++i) inline_deep += "b.";
   EXPECT_TRUE(toml_shape_problem(inline_deep + "c = 2}\n"));
+}
+
+TEST(Process, ASignalToKbuildStopsTheChildAndWhatItStartedWithinASecond) {
+  // A helper that has started a helper of its own, both sleeping: the signal reaches kbuild alone
+  // (as `kill PID` does, not the terminal's Ctrl-C to the whole group).
+  kbuild::util::install_interrupt_handlers();
+  kbuild::util::reset_interrupt_for_testing();
+  kbuild::util::RealProcessLauncher launcher;
+  const auto marker = std::filesystem::temp_directory_path() / ("kbuild-grandchild-" + std::to_string(::getpid()));
+  std::thread signal([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    kbuild::util::raise_interrupt_for_testing();
+  });
+  const auto started = std::chrono::steady_clock::now();
+  auto result = launcher.run({"sh", "-c", "sleep 30 & echo $! > " + marker.string() + "; sleep 30; wait"});
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  signal.join();
+  ASSERT_FALSE(result);
+  EXPECT_EQ(result.error().code, kbuild::ExitCode::interrupted);
+  EXPECT_LT(seconds, 1.5);
+  std::ifstream in(marker);
+  int grandchild = 0;
+  in >> grandchild;
+  ASSERT_GT(grandchild, 0);
+  // A zombie is dead (PID 1 of a container may reap it late).
+  auto alive = [](int pid) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string fields;
+    std::getline(stat, fields);
+    return !fields.empty() && fields.find(") Z ") == std::string::npos;
+  };
+  for (int i = 0; i < 100 && alive(grandchild); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_FALSE(alive(grandchild));  // the helper's own helper went too
+  std::filesystem::remove(marker);
+  // Nothing more starts once interrupted.
+  auto refused = launcher.run({"true"});
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, kbuild::ExitCode::interrupted);
+  kbuild::util::reset_interrupt_for_testing();
 }

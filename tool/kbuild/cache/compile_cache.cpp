@@ -66,6 +66,7 @@ fs::path CompileCache::manifest_path(const std::string& key) const {
 
 void CompileCache::discard(const fs::path& damaged, const std::string& why) {
   ++m_run.corrupt;
+  if (m_read_only) return;         // a miss; a writable cache's next store replaces it
   (void)m_fs.remove_all(damaged);  // a link is removed itself, never what it points at
   if (!m_warn) return;
   if (m_run.corrupt <= k_named_warnings)
@@ -180,8 +181,10 @@ Result<bool> CompileCache::try_restore(const plan::Job& job) {
     for (const auto& path : prerequisites) depfile += " \\\n " + util::join(util::split(path, ' '), "\\ ");
     KB_TRY(m_fs.write_file_atomic(*job.depfile, depfile + "\n"));
   }
-  (void)m_fs.touch(object);  // least recently used goes first, the manifest of a hit too
-  if (!k1.empty()) (void)m_fs.touch(manifest_path(k1));
+  if (!m_read_only) {
+    (void)m_fs.touch(object);  // least recently used goes first, the manifest of a hit too
+    if (!k1.empty()) (void)m_fs.touch(manifest_path(k1));
+  }
   return true;
 }
 
@@ -218,7 +221,7 @@ std::optional<std::string> CompileCache::read_tiered(const fs::path& path,
   }
   if (rel.starts_with("objects/")) ++m_run.remote_hits;
   m_remote_has.insert(path.string());
-  (void)m_fs.write_file_atomic(path, **fetched);
+  if (!m_read_only) (void)m_fs.write_file_atomic(path, **fetched);
   return std::move(**fetched);
 }
 
@@ -304,12 +307,14 @@ Result<void> CompileCache::try_store(const plan::Job& job, const std::vector<std
 
 void CompileCache::store(const plan::Job& job, const std::vector<std::string>& prerequisites,
                          bool names_volatile_define) {
+  if (m_read_only) return;
   if (auto stored = try_store(job, prerequisites, names_volatile_define); !stored) warn_once(stored.error().message);
 }
 
 // Eviction runs once per build, down to 90 % of the cap, so that a cache at its cap is not scanned
 // again after every build that adds one object.
 void CompileCache::finish() {
+  if (m_read_only) return;
   (void)sweep_leftovers(m_fs, m_dir);
   CacheSummary summary;
   if (auto existing = summarize(m_fs, m_dir)) summary = *existing;

@@ -70,6 +70,9 @@ class CompileCache final : public exec::JobCache {
   /// Adds the shared tier (cache/remote.hpp): local misses are looked up there, and with `writable`
   /// what is stored locally is sent there too.
   void set_remote(RemoteStore* remote, bool writable);
+  /// A cache on a read-only file system: entries are used as they are; nothing is stored, touched,
+  /// removed or counted (a remote hit is used and not kept).
+  void set_read_only() { m_read_only = true; }
 
   bool restore(const plan::Job& job) override;
   void store(const plan::Job& job, const std::vector<std::string>& prerequisites, bool names_volatile_define) override;
@@ -104,6 +107,7 @@ class CompileCache final : public exec::JobCache {
   std::filesystem::path object_path(const std::string& key) const;
   std::filesystem::path manifest_path(const std::string& key) const;
   void warn_once(const std::string& message);
+  bool m_read_only = false;
   /// Removes a damaged cache file and counts it, naming it in a warning (never an error: the job
   /// just runs).
   void discard(const std::filesystem::path& damaged, const std::string& why);

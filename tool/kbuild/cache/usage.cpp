@@ -1,5 +1,7 @@
 #include "kbuild/cache/usage.hpp"
 
+#include <cerrno>
+
 #include <algorithm>
 
 #include "kbuild/util/cache_layout.hpp"
@@ -104,8 +106,12 @@ Result<PruneReport> prune_cache(util::FileSystem& fs, const fs::path& root, std:
   return report;
 }
 
-Result<std::unique_ptr<util::FileLock>> hold_cache_in_use(util::FileSystem& fs, const fs::path& root) {
-  return fs.lock_file_shared(root / ".in-use", true);
+Result<CacheHold> hold_cache_in_use(util::FileSystem& fs, const fs::path& root) {
+  auto lock = fs.lock_file_shared(root / ".in-use", true);
+  if (lock) return CacheHold{std::move(*lock), false};
+  const int error = lock.error().os_errno;
+  if (error == EROFS || error == EACCES || error == EPERM) return CacheHold{nullptr, true};
+  return fail(lock.error());
 }
 
 Result<std::unique_ptr<util::FileLock>> lock_cache_exclusive(util::FileSystem& fs, const fs::path& root, bool wait) {

@@ -57,8 +57,14 @@ struct PruneReport {
 Result<PruneReport> prune_cache(util::FileSystem& fs, const std::filesystem::path& root, std::uint64_t target_bytes,
                                 bool dry_run);
 
-/// The lock builds and test runs hold shared while they use the cache; held until destroyed.
-Result<std::unique_ptr<util::FileLock>> hold_cache_in_use(util::FileSystem& fs, const std::filesystem::path& root);
+/// The lock builds and test runs hold shared while they use the cache; held until destroyed. A cache
+/// on a read-only file system (or one this user may not write) cannot be locked, nor pruned by anyone:
+/// `read_only` then, and no lock.
+struct CacheHold {
+  std::unique_ptr<util::FileLock> lock;
+  bool read_only = false;
+};
+Result<CacheHold> hold_cache_in_use(util::FileSystem& fs, const std::filesystem::path& root);
 /// The same lock, exclusively (prune); nullptr without `wait` when a build holds it.
 Result<std::unique_ptr<util::FileLock>> lock_cache_exclusive(util::FileSystem& fs, const std::filesystem::path& root,
                                                              bool wait);

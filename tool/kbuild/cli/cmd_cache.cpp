@@ -93,12 +93,12 @@ Result<ExitCode> run_prune(const PruneOptions& options, Services& services) {
   return ExitCode::ok;
 }
 
-Result<ExitCode> run_clean_cache(bool toolchains, Services& services) {
-  LogReporter reporter(false);
+Result<ExitCode> run_clean_cache(const usecase::CacheCleanRequest& request, Services& services) {
+  LogReporter reporter(true);  // says when it waits for a running build
   auto use_case_services = services.with(reporter);
-  KB_TRY_ASSIGN(auto outcome, usecase::cache_clean(toolchains, use_case_services));
-  fmt::print("emptied the compile cache{} in {}\n", toolchains ? ", the toolchains and the test environments" : "",
-             outcome.directory.string());
+  KB_TRY_ASSIGN(auto outcome, usecase::cache_clean(request, use_case_services));
+  fmt::print("emptied the compile cache{} in {}\n",
+             request.toolchains ? ", the toolchains and the test environments" : "", outcome.directory.string());
   return ExitCode::ok;
 }
 
@@ -135,12 +135,20 @@ void register_cache(CLI::App& app, CommandAction& action) {
   CLI::App* verify = group->add_subcommand(
       "verify", "Check every cached object against its checksum and every manifest's shape; remove damaged ones");
   verify->callback([&action] { action = [](Services& s) { return run_verify(s); }; });
-  auto toolchains = std::make_shared<bool>(false);
-  CLI::App* clean = group->add_subcommand("clean", "Remove every cached object (and with --toolchains the toolchains)");
-  clean->add_flag("--toolchains", *toolchains,
+  auto clean_request = std::make_shared<usecase::CacheCleanRequest>();
+  auto clean_no_wait = std::make_shared<bool>(false);
+  CLI::App* clean = group->add_subcommand(
+      "clean", "Remove every cached object (and with --toolchains the toolchains); waits for running builds");
+  clean->add_flag("--toolchains", clean_request->toolchains,
                   "Also remove downloaded and unpacked toolchains and the test environments of kbuild test");
-  clean->callback(
-      [toolchains, &action] { action = [toolchains](Services& s) { return run_clean_cache(*toolchains, s); }; });
+  clean->add_flag("--no-wait", *clean_no_wait, "Fail at once when a build or test is using the cache");
+  clean->callback([clean_request, clean_no_wait, &action] {
+    action = [clean_request, clean_no_wait](Services& s) {
+      usecase::CacheCleanRequest request = *clean_request;
+      request.wait = !*clean_no_wait;
+      return run_clean_cache(request, s);
+    };
+  });
 }
 
 }  // namespace kbuild::cli

@@ -208,7 +208,7 @@ Result<std::optional<std::vector<std::string>>> cuda_archs_only(const BuildReque
 }
 
 Result<exec::ExecSummary> execute(const BuildRequest& request, Services& services, const plan::JobGraph& graph,
-                                  const std::filesystem::path& work_dir, bool read_only,
+                                  const std::filesystem::path& work_dir, bool read_only, bool cache_read_only,
                                   const std::optional<cache::RemoteSettings>& remote_settings) {
   const auto state_file = work_dir / "state";
   exec::BuildState state = exec::BuildState::load(services.fs, state_file);
@@ -217,6 +217,7 @@ Result<exec::ExecSummary> execute(const BuildRequest& request, Services& service
     KB_TRY_ASSIGN(std::uint64_t cap, cache::max_cache_bytes(services.env));
     compile_cache.emplace(services.fs, util::CacheLayout::from_environment(services.env).root, cap,
                           [&](const std::string& message) { services.reporter.warning(message); });
+    if (cache_read_only) compile_cache->set_read_only();
   }
   // The shared tier of the compile cache (KBUILD_REMOTE_CACHE*, validated before anything was built).
   std::optional<hub::HttpRemoteStore> remote;
@@ -426,8 +427,12 @@ Result<BuildOutcome> build(const BuildRequest& request, Services& services) {
       !lock && (lock.error().os_errno == EROFS || lock.error().os_errno == EACCES || lock.error().os_errno == EPERM);
   if (!lock && !read_only) return fail(lock.error());
   // Toolchains and objects are used in place: `kbuild cache prune` waits while a build runs.
-  KB_TRY_ASSIGN(auto in_use,
-                cache::hold_cache_in_use(services.fs, util::CacheLayout::from_environment(services.env).root));
+  const auto cache_root = util::CacheLayout::from_environment(services.env).root;
+  KB_TRY_ASSIGN(cache::CacheHold in_use, cache::hold_cache_in_use(services.fs, cache_root));
+  if (in_use.read_only)
+    services.reporter.warning("the cache " + cache_root.string() +
+                              " is read-only: what it holds is used as it is, and nothing is stored in it (no "
+                              "compiled objects, statistics or toolchains)");
   if (!read_only) {
     (void)services.fs.write_file_if_changed(work_dir / ".gitignore", "# kbuild intermediates, never shipped\n*\n");
     (void)services.fs.write_file_if_changed(work_dir / "ops-check.stamp", ops_check_stamp + "\n");
@@ -450,7 +455,8 @@ Result<BuildOutcome> build(const BuildRequest& request, Services& services) {
 
   timer.mark("plan");
   const double jobs_start = timer.elapsed();
-  KB_TRY_ASSIGN(exec::ExecSummary summary, execute(request, services, graph, work_dir, read_only, remote_settings));
+  KB_TRY_ASSIGN(exec::ExecSummary summary,
+                execute(request, services, graph, work_dir, read_only, in_use.read_only, remote_settings));
   timer.mark("execute");
   std::filesystem::path trace = work_dir / "trace.json";
   if (summary.timings.empty() || read_only ||

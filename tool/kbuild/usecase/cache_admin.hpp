@@ -43,8 +43,14 @@ struct CacheCleanOutcome {
   bool toolchains = false;  ///< the toolchains, downloads and test environments went too
 };
 
-/// Empties the compile cache; with `toolchains` also the toolchains, downloads and test environments.
-Result<CacheCleanOutcome> cache_clean(bool toolchains, Services& services);
+struct CacheCleanRequest {
+  bool toolchains = false;  ///< also the toolchains, downloads and test environments
+  bool wait = true;         ///< wait for builds and tests using the cache (else fail), as prune does
+};
+
+/// Empties the compile cache (and with `toolchains` the rest), holding the in-use lock exclusively:
+/// never what a running build or test uses.
+Result<CacheCleanOutcome> cache_clean(const CacheCleanRequest& request, Services& services);
 
 struct CacheVerifyOutcome {
   std::filesystem::path directory;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "kbuild/config/variant.hpp"
 #include "kbuild/layout/metadata.hpp"
 #include "kbuild/usecase/build.hpp"
 
@@ -94,10 +95,25 @@ Result<RebuildCheckOutcome> check_rebuild(const RebuildCheckRequest& request, Se
     build_request.manylinux = request.manylinux;
     build_request.matrix = group == &pinned;
     build_request.locked = group == &pinned;
-    if (group == &pinned) build_request.filter.variants = *group;
+    if (group == &pinned) {
+      build_request.filter.variants = *group;
+    } else {
+      // A local build makes one variant per backend: only those of the variants build/ holds.
+      for (const auto& name : *group)
+        if (auto variant = config::Variant::parse(name)) {
+          std::string backend = config::to_string(variant->backend);
+          if (std::find(build_request.backends.begin(), build_request.backends.end(), backend) ==
+              build_request.backends.end())
+            build_request.backends.push_back(backend);
+        }
+    }
     build_request.work_dir = scratch / (group == &pinned ? "work-matrix" : "work-local");
     build_request.output_dir = scratch / "build";
-    KB_TRY(build(build_request, services));
+    // An error, Ctrl-C included, leaves no rebuild behind.
+    if (auto built = build(build_request, services); !built) {
+      (void)services.fs.remove_all(scratch);
+      return fail(built.error());
+    }
   }
   RebuildCheckOutcome outcome;
   for (const auto& name : names) {

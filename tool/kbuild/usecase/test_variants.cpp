@@ -263,7 +263,7 @@ Result<TestOutcome> test_variants(const TestRequest& request, Services& services
   KB_TRY_ASSIGN(auto selected, select_variants(request, services.fs));
   KB_TRY_ASSIGN(config::KernelConfig config, load_kernel(services.fs, request.kernel_dir, {}));
   // The test environments are in the cache: `kbuild cache prune` waits while tests run.
-  KB_TRY_ASSIGN(auto in_use,
+  KB_TRY_ASSIGN(cache::CacheHold in_use,
                 cache::hold_cache_in_use(services.fs, util::CacheLayout::from_environment(services.env).root));
   KB_TRY(require_current(request, services, config, selected));
   KB_TRY_ASSIGN(PythonTorch base, base_python(request, services));

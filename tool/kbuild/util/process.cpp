@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "kbuild/util/interrupt.hpp"
 #include "kbuild/util/log.hpp"
 #include "kbuild/util/strings.hpp"
 #include "kbuild/util/system.hpp"
@@ -48,8 +49,26 @@ std::string current_machine() {
 // argv[0] is found on kbuild's own PATH, not on options.env's. stdin is /dev/null: a helper that would prompt (pip,
 // git) reads EOF. The pipes are O_CLOEXEC, so no other child inherits a write end that would withhold EOF; both are
 // drained by poll(), as reading one to EOF first deadlocks once the child fills the other pipe's buffer.
+namespace {
+
+// Ends the child's process group: SIGTERM, then, once the child has exited or a second has passed,
+// SIGKILL for whatever of the group is left. The child is not reaped here (WNOWAIT; waitpid follows),
+// so its group id stays valid.
+void stop_child(pid_t pid) {
+  ::kill(-pid, SIGTERM);
+  for (int waited = 0; waited < 100; ++waited) {
+    siginfo_t info{};
+    if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid) break;
+    ::usleep(10'000);
+  }
+  ::kill(-pid, SIGKILL);
+}
+
+}  // namespace
+
 Result<ProcessResult> RealProcessLauncher::run(const std::vector<std::string>& argv, const ProcessOptions& options) {
   if (argv.empty()) return fail("internal error: empty command");
+  if (interrupted()) return interrupted_failure("before running " + argv[0]);
   log::debug("running " + shell_join(argv));
   auto program = find(argv[0]);
   if (!program) return fail("program not found: " + argv[0], "", ExitCode::toolchain);
@@ -84,9 +103,16 @@ Result<ProcessResult> RealProcessLauncher::run(const std::vector<std::string>& a
     env.push_back(nullptr);
     envp = env.data();
   }
+  // Its own process group, so that a signal to kbuild alone (not to the terminal's group) still ends
+  // the child and everything it started (pip's own subprocesses): see stop_child below.
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attributes, 0);
   pid_t pid = 0;
-  int rc = ::posix_spawn(&pid, program->c_str(), &actions, nullptr, args.data(), envp);
+  int rc = ::posix_spawn(&pid, program->c_str(), &actions, &attributes, args.data(), envp);
   posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attributes);
   // The parent's write ends must go, or the reads below never see EOF.
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);
@@ -96,14 +122,20 @@ Result<ProcessResult> RealProcessLauncher::run(const std::vector<std::string>& a
     return fail("cannot run " + argv[0] + ": " + std::strerror(rc), "", ExitCode::toolchain);
   }
   ProcessResult result;
-  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  pollfd fds[3] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}, {interrupt_fd(), POLLIN, 0}};
   std::string* sinks[2] = {&result.out, &result.err};
   int open_count = 2;
   char buffer[65536];
+  bool stopped = false;
   while (open_count > 0) {
-    if (::poll(fds, 2, -1) < 0) {
+    if (::poll(fds, 3, stopped ? 100 : -1) < 0) {
       if (errno == EINTR) continue;
       break;
+    }
+    if (!stopped && interrupted()) {
+      stop_child(pid);  // within a second; its pipes then reach EOF
+      stopped = true;
+      fds[2].fd = -1;
     }
     for (int i = 0; i < 2; ++i) {
       if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
@@ -121,6 +153,7 @@ Result<ProcessResult> RealProcessLauncher::run(const std::vector<std::string>& a
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  if (stopped) return interrupted_failure("while " + argv[0] + " ran (it was stopped)");
   return result;
 }
 
