@@ -64,6 +64,39 @@ void stop_child(pid_t pid) {
   ::kill(-pid, SIGKILL);
 }
 
+// Reads the child's stdout and stderr into `result` until both close; a signal to kbuild meanwhile
+// stops the child (stop_child) and makes this return true.
+bool collect_output(int out_fd, int err_fd, pid_t pid, ProcessResult& result) {
+  pollfd fds[3] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}, {interrupt_fd(), POLLIN, 0}};
+  std::string* sinks[2] = {&result.out, &result.err};
+  int open_count = 2;
+  char buffer[65536];
+  bool stopped = false;
+  while (open_count > 0) {
+    if (::poll(fds, 3, stopped ? 100 : -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (!stopped && interrupted()) {
+      stop_child(pid);  // within a second; its pipes then reach EOF
+      stopped = true;
+      fds[2].fd = -1;
+    }
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      ssize_t n = ::read(fds[i].fd, buffer, sizeof buffer);
+      if (n > 0) {
+        sinks[i]->append(buffer, static_cast<size_t>(n));
+      } else if (n == 0 || errno != EINTR) {
+        ::close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_count;
+      }
+    }
+  }
+  return stopped;
+}
+
 }  // namespace
 
 Result<ProcessResult> RealProcessLauncher::run(const std::vector<std::string>& argv, const ProcessOptions& options) {
@@ -122,33 +155,7 @@ Result<ProcessResult> RealProcessLauncher::run(const std::vector<std::string>& a
     return fail("cannot run " + argv[0] + ": " + std::strerror(rc), "", ExitCode::toolchain);
   }
   ProcessResult result;
-  pollfd fds[3] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}, {interrupt_fd(), POLLIN, 0}};
-  std::string* sinks[2] = {&result.out, &result.err};
-  int open_count = 2;
-  char buffer[65536];
-  bool stopped = false;
-  while (open_count > 0) {
-    if (::poll(fds, 3, stopped ? 100 : -1) < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    if (!stopped && interrupted()) {
-      stop_child(pid);  // within a second; its pipes then reach EOF
-      stopped = true;
-      fds[2].fd = -1;
-    }
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      ssize_t n = ::read(fds[i].fd, buffer, sizeof buffer);
-      if (n > 0) {
-        sinks[i]->append(buffer, static_cast<size_t>(n));
-      } else if (n == 0 || errno != EINTR) {
-        ::close(fds[i].fd);
-        fds[i].fd = -1;
-        --open_count;
-      }
-    }
-  }
+  const bool stopped = collect_output(out_pipe[0], err_pipe[0], pid, result);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
