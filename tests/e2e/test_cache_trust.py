@@ -332,3 +332,32 @@ def test_check_rebuild_rebuilds_only_what_build_holds_and_leaves_nothing_when_in
     out, err = process.communicate(timeout=30)
     assert process.returncode == 130, out + err
     assert not (kernel / ".kbuild" / "rebuild").exists(), list((kernel / ".kbuild" / "rebuild").rglob("*"))[:5]
+
+
+def test_headers_reached_outside_the_kernel_are_refused_however_they_are_reached(cached_build, tmp_path):
+    """A header beside a listed source, not listed itself, that is a link to a file outside the kernel;
+    and a header reached with "../.." past the kernel directory: the compiler's depfile names them, and
+    the build fails with exit 2 naming each (before: exit 0 with the outside content in the library,
+    and `check` said ok)."""
+    _, cache, _ = cached_build
+    env = dict(os.environ, KBUILD_CACHE=str(cache))
+    outside = outside_tree(tmp_path)
+    (outside / "evil.h").write_text('static const char* kbuild_outside = "OUTSIDE-CONTENT";\n')
+    (outside / "evil2.h").write_text("#define KBUILD_OUTSIDE_TOO 1\n")
+    kernel = copy_kernel(tmp_path / "img2gray", init_git=False)
+    binding = kernel / "torch-ext" / "torch_binding.cpp"
+    (kernel / "torch-ext" / "extra.h").symlink_to(outside / "evil.h")
+    original = binding.read_text()
+    binding.write_text('#include "extra.h"\n#include "../../outside/evil2.h"\n' + original)
+    refused = run_kbuild(*build_args(kernel, "--backend", "cpu"), env=env, check=False)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "torch-ext/extra.h is " in refused.stderr and str(outside / "evil.h") in refused.stderr, refused.stderr
+    assert "evil2.h is " in refused.stderr, refused.stderr
+    assert "outside the kernel directory" in refused.stderr
+    for library in (kernel / "build").rglob("*.so") if (kernel / "build").exists() else []:
+        assert b"OUTSIDE-CONTENT" not in library.read_bytes()
+    # The same header as a file of the kernel builds.
+    (kernel / "torch-ext" / "extra.h").unlink()
+    (kernel / "torch-ext" / "extra.h").write_text((outside / "evil.h").read_text())
+    binding.write_text('#include "extra.h"\n' + original)
+    run_kbuild(*build_args(kernel, "--backend", "cpu"), env=env)

@@ -71,4 +71,22 @@ Result<std::vector<std::string>> parse_depfile(std::string_view text) {
   return deps;
 }
 
+std::vector<std::string> escaping_prerequisites(const util::FileSystem& fs,
+                                                const std::vector<std::string>& prerequisites,
+                                                const std::filesystem::path& root) {
+  std::vector<std::string> escaping;
+  const std::string prefix = root.lexically_normal().string() + "/";
+  auto real_root = fs.real_path(root);
+  if (!real_root) return escaping;
+  const std::string real_prefix = real_root->string() + "/";
+  for (const auto& name : prerequisites) {
+    if (!std::filesystem::path(name).is_absolute() || !name.starts_with(prefix)) continue;
+    auto real = fs.real_path(name);
+    if (real && real->string().starts_with(real_prefix)) continue;
+    escaping.push_back(name + " is " + (real ? real->string() : std::string("unreadable")) + ", outside " +
+                       root.string());
+  }
+  return escaping;
+}
+
 }  // namespace kbuild::exec

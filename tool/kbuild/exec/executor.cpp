@@ -183,6 +183,7 @@ class Run {
         outcome.error = renamed.error().message;
       }
     }
+    if (outcome.success) refuse_escaping_headers(job, outcome);
     if (outcome.success) {
       record(index, explicit_inputs);
       if (m_s.cache && job.cacheable) {
@@ -195,6 +196,22 @@ class Run {
       (void)m_s.fs.remove_all(*job.temp_output);
     }
     complete(index, outcome);
+  }
+
+  // A compile that read a header from outside the kernel through a name inside it (Job::confine_to)
+  // fails, and its object goes: what it compiled is not the kernel's.
+  void refuse_escaping_headers(const plan::Job& job, JobOutcome& outcome) {
+    if (!job.confine_to || !job.depfile) return;
+    auto text = m_s.fs.read_file(*job.depfile);
+    auto prerequisites = text ? parse_depfile(*text) : Result<std::vector<std::string>>(std::vector<std::string>{});
+    if (!prerequisites) return;
+    auto escaping = escaping_prerequisites(m_s.fs, *prerequisites, *job.confine_to);
+    if (escaping.empty()) return;
+    outcome.success = false;
+    outcome.error =
+        "it read files from outside the kernel directory through names inside it:\n  " + util::join(escaping, "\n  ");
+    for (const auto& output : job.outputs) (void)m_s.fs.remove_all(output);
+    m_summary.escaping_inputs.insert(m_summary.escaping_inputs.end(), escaping.begin(), escaping.end());
   }
 
   void complete(size_t index, const JobOutcome& outcome) {

@@ -62,6 +62,9 @@ struct ExecSummary {
   double staleness_seconds = 0;    ///< deciding what is stale (stat and compare), before any job starts
   size_t files_checked = 0;        ///< distinct files stat'ed to decide it
   std::vector<JobTiming> timings;  ///< jobs that finished (succeeded or failed), in finishing order
+  /// Files compiles read from outside the kernel through a name inside it (Job::confine_to): those
+  /// compiles failed; a refusal of the kernel's files, not of the code.
+  std::vector<std::string> escaping_inputs;
   bool ok() const { return failed == 0 && !interrupted && not_run == 0; }
 };
 

@@ -62,7 +62,10 @@ struct Job {
   /// failure, so an interrupted job never leaves a partial output behind.
   std::optional<fs::path> temp_output;
   std::optional<fs::path> depfile;  ///< Make-style depfile written by the compiler (-MD -MF)
-  std::vector<size_t> deps;         ///< indices of jobs whose outputs this job reads
+  /// The kernel directory: every file the depfile names as below it (as the compiler reached it, by
+  /// a link or by "..") must really be inside it; else the job fails (exec/depfile.hpp).
+  std::optional<fs::path> confine_to;
+  std::vector<size_t> deps;  ///< indices of jobs whose outputs this job reads
 
   /// What decides staleness besides the inputs' state: the command line (with a volatile define's
   /// value masked), the toolchain identity, the parameters of an in-process job. A change re-runs the job.

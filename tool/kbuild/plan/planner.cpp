@@ -291,6 +291,7 @@ class CompiledVariantPlanner {
     job.outputs = {object};
     job.temp_output = temp;
     job.depfile = depfile;
+    job.confine_to = m_request.kernel_dir;
     if (unit.binding || !m_tc.python.multiarch_header.empty()) job.deps.push_back(m_generate_job);
     job.volatile_define = Job::VolatileDefine{tvm_ffi() ? "TVM_FFI_EXTENSION_NAME" : "TORCH_EXTENSION_NAME",
                                               m_ops,

@@ -469,6 +469,11 @@ Result<BuildOutcome> build(const BuildRequest& request, Services& services) {
   if (summary.interrupted)
     return fail("interrupted; finished jobs are kept, unfinished outputs removed", "run kbuild build again to continue",
                 ExitCode::interrupted);
+  if (!summary.escaping_inputs.empty())
+    return fail("the build read files from outside the kernel directory through names inside it:\n  " +
+                    util::join(summary.escaping_inputs, "\n  "),
+                "only the kernel directory's own files are built: replace each link by the file it names",
+                ExitCode::usage);
   if (summary.failed > 0)
     return fail(fmt::format("build failed: {} job{} failed{}", summary.failed, summary.failed == 1 ? "" : "s",
                             summary.not_run ? fmt::format(", {} not run", summary.not_run) : ""),
