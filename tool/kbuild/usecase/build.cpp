@@ -22,6 +22,7 @@
 #include "kbuild/toolchain/probe.hpp"
 #include "kbuild/toolchain/stdcxx_compat.hpp"
 #include "kbuild/usecase/actions.hpp"
+#include "kbuild/usecase/build_records.hpp"
 #include "kbuild/usecase/kernel_source.hpp"
 #include "kbuild/usecase/local_variants.hpp"
 #include "kbuild/usecase/matrix_session.hpp"
@@ -33,45 +34,6 @@
 namespace kbuild::usecase {
 
 namespace {
-
-// What each variant was built with, for provenance (.kbuild/toolchains-used.json).
-std::string toolchains_record(const std::vector<plan::VariantBuild>& builds) {
-  nlohmann::ordered_json record;
-  record["variants"] = nlohmann::ordered_json::object();
-  for (const auto& build : builds) {
-    if (!build.toolchain) continue;
-    const auto& tc = *build.toolchain;
-    nlohmann::ordered_json entry = {{"cxx", tc.cxx.cxx.string() + " " + tc.cxx.version}, {"cxx-origin", tc.cxx.origin}};
-    if (tc.cxx.pinned()) entry["cxx-pins"] = tc.cxx.pins;
-    if (build.variant.traits().torch_toolchain) {  // tvm-ffi: see kbuild.lock's tvm-ffi pin
-      entry["torch"] = tc.torch.version_string;
-      entry["torch-origin"] = tc.torch.origin;
-      entry["python-headers"] = tc.python.version;
-    }
-    if (tc.cuda) {
-      entry["cuda"] = tc.cuda->version.str();
-      entry["cuda-origin"] = tc.cuda->origin + ":" + tc.cuda->root.string();
-    }
-    record["variants"][build.variant.name()] = entry;
-  }
-  return record.dump(2) + "\n";
-}
-
-// A JSON compilation database (clang's format: directory, file, arguments, output) of every compile job,
-// for editors and clangd; the first variant's commands come first, so a tool that keeps one entry per
-// file sees the local build's flags.
-std::string compile_commands(const plan::JobGraph& graph, const std::filesystem::path& kernel_dir) {
-  nlohmann::ordered_json entries = nlohmann::ordered_json::array();
-  for (const auto& job : graph.jobs) {
-    if (job.kind != plan::JobKind::compile_cxx && job.kind != plan::JobKind::compile_cuda) continue;
-    if (job.inputs.empty() || job.outputs.empty()) continue;
-    entries.push_back({{"directory", kernel_dir.string()},
-                       {"file", job.inputs.front().string()},
-                       {"arguments", job.argv},
-                       {"output", job.outputs.front().string()}});
-  }
-  return entries.dump(2) + "\n";
-}
 
 // The variants of a matrix build, with their toolchains provisioned into `toolchains`. New pins are
 // written to kbuild.lock even when a later download fails, so a retry fetches the same files.
@@ -240,6 +202,29 @@ Result<exec::ExecSummary> execute(const BuildRequest& request, Services& service
     services.reporter.warning("could not save the build state: " + saved.error().message);
   if (compile_cache && summary.stale > 0) compile_cache->finish();
   return summary;
+}
+
+// The build's result as an error, when it is one: read-only with work to do, interrupted, reading
+// outside the kernel, or failed jobs.
+Result<void> summary_verdict(const exec::ExecSummary& summary, const std::filesystem::path& kernel_dir,
+                             bool keep_going) {
+  if (summary.blocked_read_only)
+    return fail(fmt::format("{} is read-only and {} job{} out of date", kernel_dir.string(), summary.stale,
+                            summary.stale == 1 ? " is" : "s are"),
+                "make the kernel directory writable (kbuild writes .kbuild/ and build/ only), or build a copy of it");
+  if (summary.interrupted)
+    return fail("interrupted; finished jobs are kept, unfinished outputs removed", "run kbuild build again to continue",
+                ExitCode::interrupted);
+  if (!summary.escaping_inputs.empty())
+    return fail("the build read files from outside the kernel directory through names inside it:\n  " +
+                    util::join(summary.escaping_inputs, "\n  "),
+                "only the kernel directory's own files are built: replace each link by the file it names",
+                ExitCode::usage);
+  if (summary.failed > 0)
+    return fail(fmt::format("build failed: {} job{} failed{}", summary.failed, summary.failed == 1 ? "" : "s",
+                            summary.not_run ? fmt::format(", {} not run", summary.not_run) : ""),
+                keep_going ? "" : "fix the first error; --keep-going builds what does not depend on it");
+  return {};
 }
 
 }  // namespace
@@ -462,22 +447,7 @@ Result<BuildOutcome> build(const BuildRequest& request, Services& services) {
   if (summary.timings.empty() || read_only ||
       !services.fs.write_file_atomic(trace, chrome_trace(graph, summary, timer.phases(), jobs_start)))
     trace.clear();
-  if (summary.blocked_read_only)
-    return fail(fmt::format("{} is read-only and {} job{} out of date", kernel_dir.string(), summary.stale,
-                            summary.stale == 1 ? " is" : "s are"),
-                "make the kernel directory writable (kbuild writes .kbuild/ and build/ only), or build a copy of it");
-  if (summary.interrupted)
-    return fail("interrupted; finished jobs are kept, unfinished outputs removed", "run kbuild build again to continue",
-                ExitCode::interrupted);
-  if (!summary.escaping_inputs.empty())
-    return fail("the build read files from outside the kernel directory through names inside it:\n  " +
-                    util::join(summary.escaping_inputs, "\n  "),
-                "only the kernel directory's own files are built: replace each link by the file it names",
-                ExitCode::usage);
-  if (summary.failed > 0)
-    return fail(fmt::format("build failed: {} job{} failed{}", summary.failed, summary.failed == 1 ? "" : "s",
-                            summary.not_run ? fmt::format(", {} not run", summary.not_run) : ""),
-                request.keep_going ? "" : "fix the first error; --keep-going builds what does not depend on it");
+  KB_TRY(summary_verdict(summary, kernel_dir, request.keep_going));
   BuildOutcome outcome;
   for (const auto& variant : selection.variants) outcome.variants.push_back(variant.variant.name());
   outcome.summary = summary;
