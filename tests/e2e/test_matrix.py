@@ -199,23 +199,6 @@ def test_a_locked_build_needs_the_host_toolchain_pin(kernel_copy):
     assert "hint: run `kbuild toolchains lock`" in result.stderr
 
 
-def test_a_tampered_download_is_refused(kernel_copy, tmp_path):
-    lock_path = kernel_copy / "kbuild.lock"
-    lock = json.loads(lock_path.read_text())
-    nvcc = lock["toolchains"]["cuda-13.2"][0]
-    good = nvcc["sha256"]
-    nvcc["sha256"] = ("0" if good[0] != "0" else "1") + good[1:]
-    lock_path.write_text(json.dumps(lock, indent=2) + "\n")
-    env = dict(os.environ, KBUILD_CACHE=str(tmp_path / "cache"))
-    result = run_kbuild(*build_args(kernel_copy, "--variant", "torch211-cxx11-cu132-x86_64-linux", "--locked"),
-                        env=env, check=False)
-    assert result.returncode == 3, result.stdout + result.stderr
-    assert f"sha256 mismatch for {nvcc['file']}: got {good}, kbuild.lock pins {nvcc['sha256']}" in result.stderr
-    assert "hint:" in result.stderr
-    assert not list((tmp_path / "cache" / "downloads").rglob("*.whl"))
-    assert not (kernel_copy / "build").exists()
-
-
 def test_lock_command_and_locked_builds(kernel_copy):
     (kernel_copy / "kbuild.lock").unlink()
     result = run_kbuild(*build_args(kernel_copy, "--matrix", "--locked"), check=False)

@@ -32,6 +32,7 @@ struct BuildOptions {
   plan::MatrixFilter filter;
   bool locked = false;
   std::vector<std::string> cuda_toolkits;
+  std::vector<std::string> allowed_origins;
   bool no_cache = false;
   bool no_wait = false;
   std::string manylinux = "manylinux_2_28";
@@ -94,6 +95,7 @@ Result<ExitCode> run_build(const BuildOptions& options, Services& services) {
   request.filter = options.filter;
   request.locked = options.locked;
   request.cuda_toolkits = options.cuda_toolkits;
+  request.allowed_origins = options.allowed_origins;
   request.use_cache = !options.no_cache;
   request.wait_for_lock = !options.no_wait;
   request.download_progress = terminal;
@@ -156,6 +158,9 @@ void register_build(CLI::App& app, CommandAction& action) {
   cmd->add_option("--torch", options->filter.torch, "Only these Torch versions of the matrix, e.g. 2.15 (repeatable)");
   cmd->add_option("--cuda", options->filter.cuda, "Only these CUDA versions of the matrix, or cpu (repeatable)");
   cmd->add_flag("--locked", options->locked, "Fail instead of adding toolchains to kbuild.lock");
+  cmd->add_option("--allow-toolchain-origin", options->allowed_origins,
+                  "Trust toolchain pins from this URL prefix as they are, without checking them against Debian's "
+                  "signed indices or PyPI (repeatable; also toolchain-origins in the user config)");
   cmd->add_option("--cuda-toolkit", options->cuda_toolkits,
                   "A local CUDA toolkit for a matrix CUDA version, VERSION=PATH (e.g. 12.6=/usr/local/cuda-12.6)");
   cmd->add_option("--manylinux", options->manylinux,

@@ -24,6 +24,27 @@ fs::path user_config_path(const util::Environment& env) {
   return {};
 }
 
+namespace {
+
+// toolchain-origins: an array of http(s) URL prefixes.
+template <typename ErrorFn>
+void read_origins(const toml::node& node, std::vector<std::string>& out, ErrorFn& error) {
+  const toml::array* array = node.as_array();
+  if (!array) {
+    error(node.source(), "toolchain-origins must be an array of URLs, e.g. [\"https://mirror.internal/debian/\"]");
+    return;
+  }
+  for (const auto& item : *array) {
+    auto url = item.value<std::string>();
+    if (!item.is_string() || !url || !(url->starts_with("https://") || url->starts_with("http://")))
+      error(item.source(), "toolchain-origins entries must be http(s) URLs");
+    else
+      out.push_back(*url);
+  }
+}
+
+}  // namespace
+
 UserConfigOutcome parse_user_config(std::string_view text, const std::string& file_name) {
   UserConfigOutcome outcome;
   auto error = [&](const toml::source_region& where, std::string message, std::string hint = {}) {
@@ -46,8 +67,13 @@ UserConfigOutcome parse_user_config(std::string_view text, const std::string& fi
       {"torch-index", &UserConfig::torch_index}};
   std::vector<std::string> keys;
   for (const auto& setting : settings) keys.push_back(setting.first);
+  keys.push_back("toolchain-origins");
   for (const auto& [key, node] : root) {
     std::string name(key.str());
+    if (name == "toolchain-origins") {
+      read_origins(node, outcome.config.toolchain_origins, error);
+      continue;
+    }
     auto setting = std::find_if(settings.begin(), settings.end(), [&](const auto& s) { return s.first == name; });
     if (setting == settings.end()) {
       std::string suggestion = util::closest_match(name, keys);

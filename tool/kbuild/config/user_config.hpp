@@ -6,6 +6,7 @@
 //   python = "/opt/torch/bin/python"   # the interpreter whose Torch local builds and tests use
 //   cuda-archs = "native"              # local CUDA builds: "native", "all" or "8.0,9.0"
 //   torch-index = "https://download.pytorch.org/whl/{compute}"   # kbuild test's Torch builds
+//   toolchain-origins = ["https://debian.internal/debian/"]      # pins trusted as they are
 //
 // Each setting is the third choice of its kind: a command-line option first, then an environment
 // variable (KBUILD_PYTHON, KBUILD_CUDA_ARCHS, KBUILD_TORCH_INDEX), then this file, then kbuild's default (python3;
@@ -28,6 +29,9 @@ struct UserConfig {
   std::optional<std::string> python;
   std::optional<std::string> cuda_archs;
   std::optional<std::string> torch_index;
+  /// URL prefixes whose toolchain pins are trusted without checking them against upstream's indices
+  /// (toolchain/provenance.hpp), e.g. a company's own Debian mirror.
+  std::vector<std::string> toolchain_origins;
   std::filesystem::path file;  ///< where it was read from (empty: there is none)
 };
 

@@ -36,6 +36,7 @@ Result<std::uint64_t> download_url(net::HttpTransport& transport, const std::str
   request.url = url;
   request.response_file = destination;
   request.max_response_bytes = options.max_bytes;
+  if (!options.accept.empty()) request.headers.set("Accept", options.accept);
   for (int redirects = 0;; ++redirects) {
     std::expected<net::HttpResponse, net::TransportError> outcome;
     for (int attempt = 0;; ++attempt) {

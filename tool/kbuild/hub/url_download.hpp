@@ -21,6 +21,7 @@ struct UrlDownloadOptions {
   std::uint64_t max_bytes = std::uint64_t{1} << 30;
   RetryPolicy retry;
   std::function<void(double seconds)> sleep;  ///< empty: really sleep
+  std::string accept;                         ///< the Accept header, when not empty
 };
 
 /// Writes the body of a 2xx answer to `destination` (created or truncated); its size in bytes.

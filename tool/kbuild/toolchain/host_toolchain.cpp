@@ -46,16 +46,6 @@ Error toolchain_error(std::string message, std::string hint = {}) {
   return Error{ExitCode::toolchain, std::move(message), std::move(hint)};
 }
 
-struct Scratch {
-  util::FileSystem& fs;
-  fs::path path;
-  Scratch(util::FileSystem& f, const fs::path& parent, const std::string& stem)
-      : fs(f), path(util::temp_sibling(parent / stem)) {
-    (void)fs.make_dirs(path);
-  }
-  ~Scratch() { (void)fs.remove_all(path); }
-};
-
 std::string gcc_major(const HostToolchainRecipe& recipe) { return recipe.version.substr(0, recipe.version.find('.')); }
 
 HostCompiler compiler_at(const fs::path& dir, const HostToolchainRecipe& recipe,
@@ -104,7 +94,7 @@ Result<std::vector<LockedArtifact>> Provisioner::host_artifacts() {
     return fail(toolchain_error("kbuild.lock has no pin for the host toolchain " + recipe.name + " (--locked)",
                                 "run `kbuild toolchains lock` and commit kbuild.lock"));
   if (!m_options.download_url) return fail(toolchain_error("cannot resolve " + recipe.name + ": no downloader"));
-  Scratch scratch(m_fs, m_options.cache.temp(), "debian-index");
+  util::ScratchDir scratch(m_fs, m_options.cache.temp(), "debian-index");
   std::vector<std::vector<DebianPackage>> indices;
   for (size_t i = 0; i < recipe.suites.size(); ++i) {
     const std::string url = recipe.suites[i].index_url();
@@ -123,6 +113,8 @@ Result<std::vector<LockedArtifact>> Provisioner::host_artifacts() {
 Result<void> Provisioner::assemble_host_toolchain(const std::vector<LockedArtifact>& packages, const fs::path& dir) {
   const HostToolchainRecipe& recipe = bookworm_gcc12_recipe();
   const std::set<std::string> tool_packages(recipe.tool_library_packages.begin(), recipe.tool_library_packages.end());
+  // Before anything is downloaded or run: the pins must be what Debian published (provenance.hpp).
+  KB_TRY(verify_host_pins(packages));
   std::vector<fs::path> files;
   for (const auto& package : packages) {
     KB_TRY_ASSIGN(fs::path file, fetch(package));
@@ -155,7 +147,7 @@ Result<void> Provisioner::assemble_host_toolchain(const std::vector<LockedArtifa
 }
 
 Result<void> Provisioner::prove_host_compiler(const HostCompiler& compiler) {
-  Scratch scratch(m_fs, m_options.cache.temp(), "host-check");
+  util::ScratchDir scratch(m_fs, m_options.cache.temp(), "host-check");
   KB_TRY(m_fs.write_file_atomic(
       scratch.path / "probe.cpp",
       "#include <cmath>\n#include <string>\n"

@@ -104,17 +104,6 @@ std::string url_file_name(const std::string& url) {
   return decoded;
 }
 
-// A scratch directory that removes itself.
-struct ScratchDir {
-  fs::path path;
-  util::FileSystem& fs;
-  ScratchDir(util::FileSystem& f, const fs::path& parent, const std::string& stem) : fs(f) {
-    path = util::temp_sibling(parent / stem);
-    (void)fs.make_dirs(path);
-  }
-  ~ScratchDir() { (void)fs.remove_all(path); }
-};
-
 }  // namespace
 
 Provisioner::Provisioner(util::ProcessLauncher& launcher, util::FileSystem& fs, ProvisionOptions options,
@@ -144,7 +133,7 @@ std::vector<std::string> Provisioner::platform_args(bool torch_wheel) const {
 }
 
 Result<LockedArtifact> Provisioner::resolve(const std::string& package, const std::string& spec, bool torch_wheel) {
-  ScratchDir scratch(m_fs, m_options.cache.temp(), "resolve");
+  util::ScratchDir scratch(m_fs, m_options.cache.temp(), "resolve");
   fs::path report = scratch.path / "report.json";
   std::vector<std::string> argv = {m_options.python,
                                    "-m",
@@ -225,11 +214,13 @@ Result<std::vector<LockedArtifact>> Provisioner::artifacts(const std::string& co
 
 Result<fs::path> Provisioner::fetch(const LockedArtifact& artifact) {
   fs::path destination = m_options.cache.downloads() / artifact.sha256 / artifact.file;
+  if (!artifact.file.ends_with(".deb")) KB_TRY(verify_wheel_pin(artifact));  // .debs: verify_host_pins
   if (m_fs.stat(destination).is_file) {
     (void)m_fs.touch(destination);  // last used, for `kbuild cache prune`
-    return destination;             // verified when it was stored
+    KB_TRY(mark_wheel_verified(artifact));
+    return destination;  // its sha256 verified when it was stored
   }
-  ScratchDir scratch(m_fs, m_options.cache.temp(), "download");
+  util::ScratchDir scratch(m_fs, m_options.cache.temp(), "download");
   if (!artifact.url.empty()) {
     const std::string url = archive_url(artifact);
     KB_TRY_ASSIGN(fs::path downloaded, download_archive(url, scratch.path, artifact.file));
@@ -284,6 +275,7 @@ Result<fs::path> Provisioner::store_verified(const fs::path& downloaded, const L
                                                          "--update`"));
   KB_TRY(m_fs.make_dirs(destination.parent_path()));
   KB_TRY(m_fs.rename(downloaded, destination));
+  KB_TRY(mark_wheel_verified(artifact));
   return destination;
 }
 
@@ -306,7 +298,7 @@ Result<LockedArtifact> Provisioner::resolve_source_archive(const CutlassRelease&
   artifact.url = expand_archive_url(
       m_options.cutlass_mirror_url.empty() ? std::string(k_cutlass_archive_url) : m_options.cutlass_mirror_url,
       version);
-  ScratchDir scratch(m_fs, m_options.cache.temp(), "resolve");
+  util::ScratchDir scratch(m_fs, m_options.cache.temp(), "resolve");
   KB_TRY_ASSIGN(fs::path downloaded, download_archive(artifact.url, scratch.path, artifact.file));
   // Nothing is pinned before the archive proves to hold the release's headers: a wrong pin would
   // outlive the run.
@@ -402,7 +394,7 @@ Result<TvmFfiInstall> Provisioner::tvm_ffi(const util::Version& series) {
 }
 
 Result<void> Provisioner::verify_toolkit(const CudaToolkit& cuda) {
-  ScratchDir scratch(m_fs, m_options.cache.temp(), "cuda-check");
+  util::ScratchDir scratch(m_fs, m_options.cache.temp(), "cuda-check");
   KB_TRY(m_fs.write_file_atomic(
       scratch.path / "probe.cu",
       "#include <cuda_runtime.h>\n__global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\n"

@@ -29,6 +29,16 @@
 
 namespace kbuild::toolchain {
 
+struct ProvenanceContext;  // provenance.hpp
+
+/// What kbuild could show about one kbuild.lock entry's pins (Provisioner::verify_pins).
+enum class PinProof {
+  debian_signed,  ///< listed with their sha256 by Debian's signed indices
+  pypi_listed,    ///< listed with their sha256 by PyPI's Simple API
+  allowed,        ///< from an origin the user trusts as it is (--allow-toolchain-origin)
+  first_fetch,    ///< a source archive (CUTLASS from GitHub): pinned by its first download, nothing to ask
+};
+
 /// Downloads `url` to `destination` (created or truncated); the caller verifies the content.
 using UrlDownloader = std::function<Result<void>(const std::string& url, const std::filesystem::path& destination)>;
 
@@ -60,6 +70,14 @@ struct ProvisionOptions {
   /// Where pinned Debian packages are fetched from instead of the URL their pin records
   /// (KBUILD_DEBIAN_MIRROR, a URL template with "{file}"); the sha256 of the pin is checked either way.
   std::string debian_mirror_url;
+  /// What a pin must prove before it is used (provenance.hpp); off only where downloads are faked.
+  bool verify_provenance = true;
+  std::filesystem::path debian_keyring;  ///< empty: keyring_problem says why there is none
+  std::optional<Error> keyring_problem;
+  std::vector<std::string> allowed_origins;  ///< URL prefixes whose pins are trusted as they are
+  /// PyPI's Simple API (PEP 691 JSON; $KBUILD_PYPI_SIMPLE) and what downloads from it.
+  std::string pypi_simple = "https://pypi.org/simple";
+  UrlDownloader download_simple_index = {};
 };
 
 /// The CUTLASS release kernel-builder pins for a `depends` name, and where kbuild gets it: PyPI's
@@ -102,6 +120,9 @@ class Provisioner {
   /// lock's gcc-X.Y pin (resolved from Debian's indices and added to the lock unless --locked),
   /// unpacked and proven to compile and link with nothing of the system's.
   Result<HostCompiler> host_compiler();
+  /// Checks one kbuild.lock entry's pins (all .debs, or all wheels) against Debian's signed indices or
+  /// PyPI without downloading them; every pin PyPI does not list is named.
+  Result<PinProof> verify_pins(const std::vector<LockedArtifact>& artifacts);
   /// The pins of the host toolchain: from the lock, else resolved from Debian's package indices.
   Result<std::vector<LockedArtifact>> host_artifacts();
 
@@ -136,6 +157,15 @@ class Provisioner {
   Result<std::filesystem::path> download_archive(const std::string& url, const std::filesystem::path& scratch,
                                                  const std::string& file);
   Result<void> verify_toolkit(const CudaToolkit& cuda);
+  /// Checks that a wheel pin is listed by PyPI, unless a marker beside its downloaded file says so
+  /// (provision_trust.cpp, with the host toolchain's check); the marker is written by
+  /// mark_wheel_verified once the file with that sha256 is in the download cache, never before.
+  Result<void> verify_wheel_pin(const LockedArtifact& artifact);
+  Result<void> mark_wheel_verified(const LockedArtifact& artifact);
+  std::filesystem::path provenance_marker(const LockedArtifact& artifact) const;
+  ProvenanceContext provenance_context(const std::filesystem::path& scratch);
+  /// Checks every .deb pin of the host toolchain against Debian's signed indices (provenance.hpp).
+  Result<void> verify_host_pins(const std::vector<LockedArtifact>& packages);
   /// Fetches and unpacks the host toolchain's packages into `dir` (staged, proven, then renamed).
   Result<void> assemble_host_toolchain(const std::vector<LockedArtifact>& packages, const std::filesystem::path& dir);
   /// Checks that `compiler` runs only its own as and ld and builds a shared library.

@@ -30,15 +30,6 @@ std::optional<std::string> copy_hazard(const std::string& symbol, char type) {
   return symbol + " is data of type " + std::string(1, type);
 }
 
-struct Scratch {
-  util::FileSystem& fs;
-  fs::path path;
-  Scratch(util::FileSystem& f, const fs::path& parent) : fs(f), path(util::temp_sibling(parent / "stdcxx-compat")) {
-    (void)fs.make_dirs(path);
-  }
-  ~Scratch() { (void)fs.remove_all(path); }
-};
-
 Result<std::string> run_tool(util::ProcessLauncher& launcher, const HostCompiler& host,
                              const std::vector<std::string>& argv, const std::optional<fs::path>& cwd = std::nullopt) {
   util::ProcessOptions options;
@@ -156,7 +147,7 @@ Result<std::optional<fs::path>> compat_archive(util::ProcessLauncher& launcher, 
     return fs.stat(library).is_file ? std::optional<fs::path>(library) : std::optional<fs::path>();
 
   KB_TRY(fs.make_dirs(cache.temp()));
-  Scratch scratch(fs, cache.temp());
+  util::ScratchDir scratch(fs, cache.temp(), "stdcxx-compat");
   KB_TRY_ASSIGN(std::string shared_symbols, run_tool(launcher, host,
                                                      {host.binutil("nm"), "-D", "--defined-only",
                                                       "--with-symbol-versions", "--format=posix", shared.string()}));

@@ -46,6 +46,7 @@ toolchain::ProvisionOptions provision_options(const BuildRequest& request, Servi
   provision.progress = request.download_progress;
   provision.host = local.cxx;
   provision.download_url = url_downloader(services.http);
+  provision.download_simple_index = url_downloader(services.http, "application/vnd.pypi.simple.v1+json");
   provision.cutlass_mirror_url = toolchain::cutlass_mirror_url(services.env);
   provision.debian_mirror_url = toolchain::debian_mirror_url(services.env);
   return provision;
@@ -58,6 +59,7 @@ Result<std::vector<plan::VariantBuild>> matrix_variants(const BuildRequest& requ
   KB_TRY_ASSIGN(auto user_cuda, parse_cuda_toolkits(request.cuda_toolkits));
   toolchain::ProvisionOptions provision = provision_options(request, services, local);
   provision.user_cuda = user_cuda;
+  KB_TRY(apply_provenance_settings(provision, services.fs, services.env, request.allowed_origins));
   toolchain::Provisioner provisioner(services.launcher, services.fs, provision, session.lock,
                                      [&](const std::string& line) { services.reporter.info("kbuild: " + line); });
   auto provisioned = provision_variants(session.selected, provisioner, local, toolchains);

@@ -42,7 +42,8 @@ struct BuildRequest {
   bool matrix = false;                ///< --matrix, or a filter was given
   plan::MatrixFilter filter;
   bool locked = false;
-  std::vector<std::string> cuda_toolkits;  ///< --cuda-toolkit VERSION=PATH
+  std::vector<std::string> cuda_toolkits;    ///< --cuda-toolkit VERSION=PATH
+  std::vector<std::string> allowed_origins;  ///< --allow-toolchain-origin URL (toolchain/provenance.hpp)
   bool use_cache = true;
   /// Another build of the same kernel directory holds .kbuild/lock: wait for it (true), or fail.
   bool wait_for_lock = true;

@@ -1,12 +1,13 @@
 #include "kbuild/usecase/matrix_session.hpp"
 
-#include "kbuild/toolchain/host_toolchain.hpp"
-
 #include <algorithm>
 #include <map>
 #include <set>
 
 #include "kbuild/config/diagnostic.hpp"
+#include "kbuild/config/user_config.hpp"
+#include "kbuild/toolchain/host_toolchain.hpp"
+#include "kbuild/toolchain/provenance.hpp"
 #include "kbuild/util/hash.hpp"
 
 namespace kbuild::usecase {
@@ -198,6 +199,25 @@ bool toolchains_present(const plan::MatrixEntry& entry, const toolchain::LockFil
   if (system && system->version.major_minor() == version) return true;
   const auto* cuda = lock.find(toolchain::toolchain_name("cuda", version));
   return cuda && toolchain::toolchain_complete(fs, toolchain::cuda_toolchain_dir(cache, *cuda));
+}
+
+Result<void> apply_provenance_settings(toolchain::ProvisionOptions& options, const util::FileSystem& fs,
+                                       const util::Environment& env, const std::vector<std::string>& allowed) {
+  auto keyring = toolchain::debian_keyring(fs, env);
+  if (keyring)
+    options.debian_keyring = *keyring;
+  else
+    options.keyring_problem = keyring.error();
+  if (auto simple = env.get("KBUILD_PYPI_SIMPLE"); simple && !simple->empty()) options.pypi_simple = *simple;
+  options.allowed_origins = allowed;
+  KB_TRY_ASSIGN(config::UserConfig user, config::load_user_config(fs, env));
+  options.allowed_origins.insert(options.allowed_origins.end(), user.toolchain_origins.begin(),
+                                 user.toolchain_origins.end());
+  for (const auto& origin : options.allowed_origins)
+    if (!origin.starts_with("https://") && !origin.starts_with("http://"))
+      return fail("--allow-toolchain-origin " + origin + " is not an http(s) URL",
+                  "e.g. --allow-toolchain-origin https://debian.internal/debian/", ExitCode::usage);
+  return {};
 }
 
 }  // namespace kbuild::usecase

@@ -47,6 +47,13 @@ Result<MatrixSession> open_matrix(const util::FileSystem& fs, const config::Kern
 /// Parses repeated --cuda-toolkit VERSION=PATH options.
 Result<std::map<std::string, std::filesystem::path>> parse_cuda_toolkits(const std::vector<std::string>& options);
 
+/// What provisioning checks a pin against (toolchain/provenance.hpp): the Debian archive keyring
+/// ($KBUILD_DEBIAN_KEYRING, else the system's; its absence is an error only when a .deb must be
+/// checked), PyPI's Simple API ($KBUILD_PYPI_SIMPLE), and the origins trusted as they are: `allowed`
+/// (--allow-toolchain-origin) and the user config's toolchain-origins.
+Result<void> apply_provenance_settings(toolchain::ProvisionOptions& options, const util::FileSystem& fs,
+                                       const util::Environment& env, const std::vector<std::string>& allowed);
+
 /// Pins every Torch and CUDA (13+) toolchain of `entries` in the provisioner's lock and drops the
 /// pins of toolchains they no longer use (`kbuild toolchains lock`).
 /// Whether the matrix has tvm-ffi variants (which need the tvm-ffi toolchain).

@@ -38,6 +38,7 @@ config::DiagnosticSink diagnostics_to(exec::Reporter& reporter);
 
 /// Source-archive downloads for toolchain provisioning (CUTLASS releases no package index serves),
 /// over `transport`, which must outlive the result. An interrupt is reported as one (exit 130).
-toolchain::UrlDownloader url_downloader(net::HttpTransport& transport);
+/// Downloads through `transport` with retries; `accept`, when not empty, is sent as the Accept header.
+toolchain::UrlDownloader url_downloader(net::HttpTransport& transport, std::string accept = {});
 
 }  // namespace kbuild::usecase

@@ -1,5 +1,7 @@
 #include "kbuild/usecase/toolchains.hpp"
 
+#include <algorithm>
+
 #include "kbuild/toolchain/host_toolchain.hpp"
 
 #include "kbuild/toolchain/probe.hpp"
@@ -16,6 +18,7 @@ toolchain::ProvisionOptions provision_options(const std::string& python, Service
   provision.cache = util::CacheLayout::from_environment(services.env);
   provision.python = python;
   provision.download_url = url_downloader(services.http);
+  provision.download_simple_index = url_downloader(services.http, "application/vnd.pypi.simple.v1+json");
   provision.cutlass_mirror_url = toolchain::cutlass_mirror_url(services.env);
   provision.debian_mirror_url = toolchain::debian_mirror_url(services.env);
   return provision;
@@ -60,6 +63,7 @@ Result<ToolchainsFetchOutcome> fetch_toolchains(const ToolchainsFetchRequest& re
   provision.locked = request.locked;
   provision.progress = request.download_progress;
   provision.user_cuda = user_cuda;
+  KB_TRY(apply_provenance_settings(provision, services.fs, services.env, request.allowed_origins));
   toolchain::Provisioner provisioner(services.launcher, services.fs, provision, session.lock,
                                      [&](const std::string& line) { services.reporter.info("kbuild: " + line); });
   ToolchainsFetchOutcome outcome;
@@ -83,6 +87,33 @@ Result<ToolchainsFetchOutcome> fetch_toolchains(const ToolchainsFetchRequest& re
   if (provisioner.lock_changed()) KB_TRY(services.fs.write_file_atomic(session.lock_path, session.lock.serialize()));
   if (!builds) return fail(builds.error());
   outcome.variants = builds->size();
+  return outcome;
+}
+
+bool ToolchainsVerifyOutcome::all_proven() const {
+  return std::all_of(verdicts.begin(), verdicts.end(), [](const PinVerdict& verdict) { return !verdict.problem; });
+}
+
+Result<ToolchainsVerifyOutcome> verify_toolchains(const ToolchainsVerifyRequest& request, Services& services) {
+  auto diagnostics = diagnostics_to(services.reporter);
+  KB_TRY_ASSIGN(config::KernelConfig config, load_kernel(services.fs, request.kernel_dir, diagnostics));
+  KB_TRY_ASSIGN(MatrixSession session, open_matrix(services.fs, config, request.kernel_dir, {}, true, diagnostics));
+  toolchain::ProvisionOptions provision = provision_options("python3", services);
+  provision.locked = true;
+  KB_TRY(apply_provenance_settings(provision, services.fs, services.env, request.allowed_origins));
+  toolchain::Provisioner provisioner(services.launcher, services.fs, provision, session.lock,
+                                     [&](const std::string& line) { services.reporter.info("kbuild: " + line); });
+  ToolchainsVerifyOutcome outcome;
+  outcome.lock_path = session.lock_path;
+  for (const auto& [name, artifacts] : session.lock.toolchains) {
+    PinVerdict verdict{name, artifacts.size()};
+    auto proof = provisioner.verify_pins(artifacts);
+    if (proof)
+      verdict.proof = *proof;
+    else
+      verdict.problem = proof.error();
+    outcome.verdicts.push_back(std::move(verdict));
+  }
   return outcome;
 }
 

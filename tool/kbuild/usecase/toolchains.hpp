@@ -1,7 +1,8 @@
 #pragma once
-// `kbuild toolchains lock|fetch` as use cases: pin every toolchain of the kernel's matrix in
-// kbuild.lock (Torch and CUDA wheels, tvm-ffi, CUTLASS), and download, verify and unpack them into
-// the toolchain cache ahead of a build. Provisioning progress goes to reporter.info.
+// `kbuild toolchains lock|fetch|verify` as use cases: pin every toolchain of the kernel's matrix in
+// kbuild.lock (Torch and CUDA wheels, tvm-ffi, CUTLASS, the host GCC), download, verify and unpack
+// them into the toolchain cache ahead of a build, and check what the pins prove without downloading
+// them (toolchain/provenance.hpp). Provisioning progress goes to reporter.info.
 
 #include <deque>
 #include <filesystem>
@@ -31,10 +32,11 @@ Result<ToolchainsLockOutcome> lock_toolchains(const ToolchainsLockRequest& reque
 
 struct ToolchainsFetchRequest {
   std::filesystem::path kernel_dir;
-  std::string python = "python3";          ///< whose pip downloads and whose headers are used
-  bool locked = false;                     ///< fail instead of adding pins
-  std::vector<std::string> cuda_toolkits;  ///< VERSION=PATH
-  bool download_progress = false;          ///< let pip draw progress bars (a terminal)
+  std::string python = "python3";            ///< whose pip downloads and whose headers are used
+  bool locked = false;                       ///< fail instead of adding pins
+  std::vector<std::string> cuda_toolkits;    ///< VERSION=PATH
+  std::vector<std::string> allowed_origins;  ///< --allow-toolchain-origin URL
+  bool download_progress = false;            ///< let pip draw progress bars (a terminal)
 };
 
 struct ToolchainsFetchOutcome {
@@ -47,5 +49,27 @@ struct ToolchainsFetchOutcome {
 
 /// New pins are written to kbuild.lock even when a later download fails (a retry fetches the same).
 Result<ToolchainsFetchOutcome> fetch_toolchains(const ToolchainsFetchRequest& request, Services& services);
+
+struct ToolchainsVerifyRequest {
+  std::filesystem::path kernel_dir;
+  std::vector<std::string> allowed_origins;  ///< --allow-toolchain-origin URL
+};
+
+/// What one kbuild.lock entry's pins prove.
+struct PinVerdict {
+  std::string entry;  ///< "gcc-12.2", "torch-2.11"
+  std::size_t pins = 0;
+  toolchain::PinProof proof = toolchain::PinProof::pypi_listed;
+  std::optional<Error> problem = {};  ///< set: the entry's pins are not what upstream published
+};
+
+struct ToolchainsVerifyOutcome {
+  std::filesystem::path lock_path;
+  std::vector<PinVerdict> verdicts;  ///< one per kbuild.lock entry, in its order
+  bool all_proven() const;
+};
+
+/// Checks every pin of kbuild.lock against Debian's signed indices and PyPI, downloading only indices.
+Result<ToolchainsVerifyOutcome> verify_toolchains(const ToolchainsVerifyRequest& request, Services& services);
 
 }  // namespace kbuild::usecase

@@ -170,4 +170,17 @@ std::optional<long> temp_sibling_pid(std::string_view name);
 /// modified for a minute (a process of another PID namespace or host sharing the cache keeps writing).
 bool abandoned_temp(const FileSystem& fs, const fs::path& path);
 
+/// A private temporary directory (temp_sibling of parent/stem) that removes itself with its contents.
+struct ScratchDir {
+  FileSystem& fs;
+  fs::path path;
+  ScratchDir(FileSystem& f, const fs::path& parent, const std::string& stem)
+      : fs(f), path(temp_sibling(parent / stem)) {
+    (void)fs.make_dirs(path);
+  }
+  ~ScratchDir() { (void)fs.remove_all(path); }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+};
+
 }  // namespace kbuild::util
