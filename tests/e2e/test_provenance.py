@@ -4,6 +4,8 @@ signed indices (real InRelease files, real gpgv, the real Debian archive keyring
 against PyPI's Simple API. Each test forges one thing in the bundled kernel's lock and builds with no
 assembled toolchain, so the check runs; the downloads stay shared, so nothing big is fetched."""
 
+import contextlib
+import hashlib
 import http.server
 import json
 import os
@@ -60,12 +62,23 @@ def host_toolchains(env):
 
 
 def test_a_debian_package_debian_did_not_publish_is_refused_before_it_is_fetched(kernel_copy, no_toolchains):
-    libc, forged, result = build_with_forged_sha(kernel_copy, no_toolchains, CPU, "gcc-12.2", "libc6")
+    """The attack the check exists for: a lock whose libc6 pin names a crafted file by its own sha256,
+    served by a mirror (KBUILD_DEBIAN_MIRROR) that has it. Without the check, the sha256 matches and
+    the build runs it."""
+    crafted = b"!<arch>\ndebian-binary   0           0     0     100644  4         `\n2.0\n"
+    libc = forge(kernel_copy, "gcc-12.2", "libc6")
+    forged = hashlib.sha256(crafted).hexdigest()
+    forge(kernel_copy, "gcc-12.2", "libc6", sha256=forged)
+    Recording.answers, Recording.paths = {f"/debs/{libc['file']}": crafted}, []
+    with serving(Recording) as base:
+        env = dict(no_toolchains, KBUILD_DEBIAN_MIRROR=base + "/debs/{file}")
+        result = run_kbuild(*build_args(kernel_copy, "--variant", CPU, "--locked"), env=env, check=False)
     assert result.returncode == 3, result.stdout + result.stderr
     assert (f"kbuild.lock pins 1 Debian package that the signed indices of bookworm, bookworm-updates, "
             f"bookworm-security do not list with that sha256: {libc['file']} (sha256 {forged[:12]}…)"
             in result.stderr), result.stderr
     assert "hint: Debian did not publish these files" in result.stderr
+    assert Recording.paths == []  # nothing was fetched from the mirror
     assert not (USER_CACHE / "downloads" / forged).exists()
     assert host_toolchains(no_toolchains) == []
     assert not (kernel_copy / "build").exists()
@@ -115,18 +128,30 @@ def test_a_wheel_pypi_did_not_publish_is_refused_before_it_is_fetched(kernel_cop
     assert not (USER_CACHE / "downloads" / forged).exists()
 
 
-class LyingIndex(http.server.BaseHTTPRequestHandler):
-    """A PEP 691 Simple API that vouches for any sha256 it is told to."""
+class Recording(http.server.BaseHTTPRequestHandler):
+    """Serves `answers` (path -> bytes) and records every path asked for."""
     answers = {}
+    paths = []
 
     def do_GET(self):
+        self.paths.append(self.path)
         body = self.answers.get(self.path)
-        self.send_response(200 if body else 404)
+        self.send_response(200 if body is not None else 404)
         self.end_headers()
-        self.wfile.write((body or "").encode())
+        self.wfile.write(body or b"")
 
     def log_message(self, *args):
         pass
+
+
+@contextlib.contextmanager
+def serving(handler):
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
 
 
 def test_a_download_that_is_not_the_pinned_file_is_refused_even_when_the_index_vouches_for_it(
@@ -134,15 +159,14 @@ def test_a_download_that_is_not_the_pinned_file_is_refused_even_when_the_index_v
     nvcc = forge(kernel_copy, "cuda-13.2", "nvidia-cuda-nvcc")
     forged = flipped(nvcc["sha256"])
     forge(kernel_copy, "cuda-13.2", "nvidia-cuda-nvcc", sha256=forged)
-    LyingIndex.answers = {"/simple/nvidia-cuda-nvcc/": json.dumps(
-        {"meta": {"api-version": "1.1"}, "files": [{"filename": nvcc["file"], "hashes": {"sha256": forged}}]})}
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), LyingIndex)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        env = dict(no_toolchains, KBUILD_PYPI_SIMPLE=f"http://127.0.0.1:{server.server_port}/simple")
+    # A PEP 691 index that vouches for the forged sha256.
+    Recording.answers, Recording.paths = {"/simple/nvidia-cuda-nvcc/": json.dumps(
+        {"meta": {"api-version": "1.1"}, "files": [{"filename": nvcc["file"], "hashes": {"sha256": forged}}]}
+    ).encode()}, []
+    with serving(Recording) as base:
+        env = dict(no_toolchains, KBUILD_PYPI_SIMPLE=base + "/simple")
         result = run_kbuild(*build_args(kernel_copy, "--variant", CU132, "--locked"), env=env, check=False)
-    finally:
-        server.shutdown()
+    assert Recording.paths == ["/simple/nvidia-cuda-nvcc/"]
     assert result.returncode == 3, result.stdout + result.stderr
     assert (f"sha256 mismatch for {nvcc['file']}: got {nvcc['sha256']}, kbuild.lock pins {forged}"
             in result.stderr), result.stderr
