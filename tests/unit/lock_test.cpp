@@ -1,6 +1,7 @@
+#include <archive.h>
+#include <archive_entry.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
-#include <zip.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -102,16 +103,30 @@ TEST(Archive, WheelEntrySelection) {
 }
 
 namespace {
-// Writes a zip with the given (name, content) entries using libzip.
+// Writes a zip with the given (name, content) entries, deflated, using libarchive's writer; a
+// content starting with "->" makes a symbolic link to the rest.
 void write_zip(const std::filesystem::path& path, const std::vector<std::pair<std::string, std::string>>& entries) {
-  int error = 0;
-  zip_t* z = zip_open(path.c_str(), ZIP_CREATE | ZIP_TRUNCATE, &error);
-  ASSERT_NE(z, nullptr);
+  archive* zip = archive_write_new();
+  ASSERT_EQ(archive_write_set_format_zip(zip), ARCHIVE_OK);
+  ASSERT_EQ(archive_write_open_filename(zip, path.c_str()), ARCHIVE_OK);
   for (const auto& [name, content] : entries) {
-    zip_source_t* source = zip_source_buffer(z, content.data(), content.size(), 0);
-    ASSERT_GE(zip_file_add(z, name.c_str(), source, ZIP_FL_ENC_UTF_8), 0) << name;
+    archive_entry* entry = archive_entry_new();
+    archive_entry_set_pathname(entry, name.c_str());
+    if (content.starts_with("->")) {
+      archive_entry_set_filetype(entry, AE_IFLNK);
+      archive_entry_set_symlink(entry, content.substr(2).c_str());
+      archive_entry_set_perm(entry, 0777);
+    } else {
+      archive_entry_set_filetype(entry, AE_IFREG);
+      archive_entry_set_perm(entry, name.ends_with(".sh") ? 0755 : 0644);
+      archive_entry_set_size(entry, static_cast<la_int64_t>(content.size()));
+    }
+    ASSERT_EQ(archive_write_header(zip, entry), ARCHIVE_OK) << name;
+    if (!content.starts_with("->")) archive_write_data(zip, content.data(), content.size());
+    archive_entry_free(entry);
   }
-  ASSERT_EQ(zip_close(z), 0);
+  ASSERT_EQ(archive_write_close(zip), ARCHIVE_OK);
+  archive_write_free(zip);
 }
 }  // namespace
 
@@ -144,6 +159,21 @@ TEST(Archive, ExtractsSelectedEntriesAndRefusesEscapes) {
   EXPECT_NE(refused.error().message.find("outside the extraction directory"), std::string::npos);
   EXPECT_FALSE(std::filesystem::exists(dir / "escaped.txt"));
   EXPECT_FALSE(std::filesystem::exists(dir / "out2"));  // refused before writing anything
+
+  auto everything = [](const std::string& n) { return std::optional(n); };
+  write_zip(dir / "link.whl", {{"torch/include/ok.h", "fine"}, {"torch/include/link.h", "->/etc/passwd"}});
+  auto link = extract_zip(real, dir / "link.whl", dir / "out3", everything);
+  ASSERT_FALSE(link);
+  EXPECT_NE(link.error().message.find("entry \"torch/include/link.h\" is a symbolic link"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(dir / "out3"));
+  write_zip(dir / "tools.whl", {{"bin/run.sh", "#!/bin/sh\n"}, {"bin/data.txt", "d"}});
+  ASSERT_TRUE(extract_zip(real, dir / "tools.whl", dir / "out4", everything));
+  EXPECT_EQ(::access((dir / "out4/bin/run.sh").c_str(), X_OK), 0);
+  EXPECT_NE(::access((dir / "out4/bin/data.txt").c_str(), X_OK), 0);
+  EXPECT_EQ(*list_zip(dir / "tools.whl"), (std::vector<std::string>{"bin/run.sh", "bin/data.txt"}));
+  write_zip(dir / "truncated.whl", {{"torch/include/a.h", big}});
+  std::filesystem::resize_file(dir / "truncated.whl", big.size() / 2);
+  EXPECT_FALSE(extract_zip(real, dir / "truncated.whl", dir / "out5", everything));
   std::filesystem::remove_all(dir);
 }
 

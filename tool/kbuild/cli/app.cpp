@@ -44,7 +44,6 @@ std::string version_text() {
                                               std::to_string(NLOHMANN_JSON_VERSION_PATCH));
   libraries.emplace_back("toml++", config::toml_library_version());
   libraries.emplace_back("libcurl", hub::curl_library_version());
-  libraries.emplace_back("libzip", toolchain::zip_library_version());
   libraries.emplace_back("libarchive", toolchain::archive_library_version());
   libraries.emplace_back("SQLite", server::db::sqlite_library_version());
   libraries.emplace_back("cpp-httplib", server::httplib_library_version());

@@ -30,17 +30,17 @@ struct CurlApi {
 };
 
 Result<void> bind_curl(const util::SharedLibrary& library, CurlApi& functions) {
-  KB_TRY(library.bind(functions.global_init, "curl_global_init"));
-  KB_TRY(library.bind(functions.version_info, "curl_version_info"));
-  KB_TRY(library.bind(functions.easy_init, "curl_easy_init"));
-  KB_TRY(library.bind(functions.easy_cleanup, "curl_easy_cleanup"));
-  KB_TRY(library.bind(functions.easy_reset, "curl_easy_reset"));
-  KB_TRY(library.bind(functions.easy_setopt, "curl_easy_setopt"));
-  KB_TRY(library.bind(functions.easy_getinfo, "curl_easy_getinfo"));
-  KB_TRY(library.bind(functions.easy_perform, "curl_easy_perform"));
-  KB_TRY(library.bind(functions.easy_strerror, "curl_easy_strerror"));
-  KB_TRY(library.bind(functions.slist_append, "curl_slist_append"));
-  KB_TRY(library.bind(functions.slist_free_all, "curl_slist_free_all"));
+  KB_TRY(KB_BIND(library, functions.global_init, curl_global_init));
+  KB_TRY(KB_BIND(library, functions.version_info, curl_version_info));
+  KB_TRY(KB_BIND(library, functions.easy_init, curl_easy_init));
+  KB_TRY(KB_BIND(library, functions.easy_cleanup, curl_easy_cleanup));
+  KB_TRY(KB_BIND(library, functions.easy_reset, curl_easy_reset));
+  KB_TRY(KB_BIND(library, functions.easy_setopt, curl_easy_setopt));
+  KB_TRY(KB_BIND(library, functions.easy_getinfo, curl_easy_getinfo));
+  KB_TRY(KB_BIND(library, functions.easy_perform, curl_easy_perform));
+  KB_TRY(KB_BIND(library, functions.easy_strerror, curl_easy_strerror));
+  KB_TRY(KB_BIND(library, functions.slist_append, curl_slist_append));
+  KB_TRY(KB_BIND(library, functions.slist_free_all, curl_slist_free_all));
   functions.global_init(CURL_GLOBAL_DEFAULT);
   return {};
 }

@@ -1,7 +1,8 @@
 #pragma once
-// Extracting selected entries of a wheel (a zip archive) with libzip. Entry names are untrusted:
-// absolute names, ".." components, empty components and backslashes are refused before anything is
-// written, so an archive cannot write outside the target directory.
+// Extracting selected entries of a wheel or a source zip with libarchive (libarchive_api.hpp). Entry
+// names are untrusted: absolute names, ".." components, empty components and backslashes are refused,
+// and so are symbolic links, before anything is written; only regular files are written, into a
+// directory kbuild just made, so nothing is written through a link.
 
 #include <filesystem>
 #include <functional>
@@ -15,8 +16,8 @@
 
 namespace kbuild::toolchain {
 
-/// libzip's version, as loaded (`kbuild --version`).
-std::string zip_library_version();
+/// libarchive's version and its compression libraries, as loaded (`kbuild --version`).
+std::string archive_library_version();
 
 /// Whether `name` is a safe relative path inside an archive ("a/b.h" yes; "/x", "a/../b", "a//b",
 /// "a\\b" no).
@@ -31,9 +32,9 @@ struct ExtractStats {
 };
 
 /// Extracts the selected regular-file entries of the zip at `archive` below `target` (created if
-/// needed), writing through `fs` in bounded memory (libzip reads `archive` itself, from the real
+/// needed), writing through `fs` in bounded memory (libarchive reads `archive` itself, from the real
 /// filesystem). File modes: executable when the entry's Unix mode has an execute bit. Fails on the
-/// first unsafe name, before writing anything.
+/// first unsafe name or link, before writing anything.
 Result<ExtractStats> extract_zip(util::FileSystem& fs, const std::filesystem::path& archive,
                                  const std::filesystem::path& target, const EntrySelector& select);
 

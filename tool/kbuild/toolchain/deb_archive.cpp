@@ -1,86 +1,18 @@
 #include "kbuild/toolchain/deb_archive.hpp"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <sys/stat.h>
 
 #include <memory>
 
+#include "kbuild/toolchain/libarchive_api.hpp"
 #include "kbuild/util/confined_dir.hpp"
 #include "kbuild/util/interrupt.hpp"
-#include "kbuild/util/lazy_libraries.hpp"
-#include "kbuild/util/shared_library.hpp"
 
 namespace kbuild::toolchain {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-// libarchive's functions, from the library loaded on first use (util/shared_library.hpp).
-struct ArchiveApi {
-  decltype(&::archive_read_new) read_new;
-  decltype(&::archive_read_free) read_free;
-  decltype(&::archive_read_data) read_data;
-  decltype(&::archive_error_string) error_string;
-  decltype(&::archive_read_support_filter_all) read_support_filter_all;
-  decltype(&::archive_read_support_format_ar) read_support_format_ar;
-  decltype(&::archive_read_support_format_raw) read_support_format_raw;
-  decltype(&::archive_read_support_format_tar) read_support_format_tar;
-  decltype(&::archive_read_open) read_open;
-  decltype(&::archive_read_open_filename) read_open_filename;
-  decltype(&::archive_read_next_header) read_next_header;
-  decltype(&::archive_entry_pathname) entry_pathname;
-  decltype(&::archive_entry_mode) entry_mode;
-  decltype(&::archive_entry_hardlink) entry_hardlink;
-  decltype(&::archive_entry_symlink) entry_symlink;
-  decltype(&::archive_version_details) version_details;
-};
-
-Result<void> bind_archive(const util::SharedLibrary& library, ArchiveApi& functions) {
-  KB_TRY(library.bind(functions.read_new, "archive_read_new"));
-  KB_TRY(library.bind(functions.read_free, "archive_read_free"));
-  KB_TRY(library.bind(functions.read_data, "archive_read_data"));
-  KB_TRY(library.bind(functions.error_string, "archive_error_string"));
-  KB_TRY(library.bind(functions.read_support_filter_all, "archive_read_support_filter_all"));
-  KB_TRY(library.bind(functions.read_support_format_ar, "archive_read_support_format_ar"));
-  KB_TRY(library.bind(functions.read_support_format_raw, "archive_read_support_format_raw"));
-  KB_TRY(library.bind(functions.read_support_format_tar, "archive_read_support_format_tar"));
-  KB_TRY(library.bind(functions.read_open, "archive_read_open"));
-  KB_TRY(library.bind(functions.read_open_filename, "archive_read_open_filename"));
-  KB_TRY(library.bind(functions.read_next_header, "archive_read_next_header"));
-  KB_TRY(library.bind(functions.entry_pathname, "archive_entry_pathname"));
-  KB_TRY(library.bind(functions.entry_mode, "archive_entry_mode"));
-  KB_TRY(library.bind(functions.entry_hardlink, "archive_entry_hardlink"));
-  KB_TRY(library.bind(functions.entry_symlink, "archive_entry_symlink"));
-  KB_TRY(library.bind(functions.version_details, "archive_version_details"));
-  return {};
-}
-
-// Loaded once per process, on first use.
-const Result<ArchiveApi>& archive_api() {
-  return util::load_once<ArchiveApi>(
-      util::k_libarchive_soname, "kbuild needs libarchive to unpack Debian packages (Debian: apt install libarchive13)",
-      bind_archive);
-}
-
-// Only called where archive_api() succeeded (extract_deb and decompress_file check).
-const ArchiveApi& libarchive() { return *archive_api(); }
-
-}  // namespace
-
-std::string archive_library_version() {
-  if (!archive_api()) return util::not_loaded(archive_api().error());
-  std::string details = libarchive().version_details();  // "libarchive 3.6.2 zlib/1.2.13 ..."
-  return details.starts_with("libarchive ") ? details.substr(11) : details;
-}
-
-namespace {
-
-struct ArchiveCloser {
-  void operator()(archive* a) const { libarchive().read_free(a); }
-};
-using ArchivePtr = std::unique_ptr<archive, ArchiveCloser>;
 
 constexpr size_t k_block = 1 << 16;
 
@@ -94,16 +26,6 @@ la_ssize_t read_member(archive*, void* context, const void** block) {
   auto* stream = static_cast<MemberStream*>(context);
   *block = stream->buffer.data();
   return libarchive().read_data(stream->outer, stream->buffer.data(), stream->buffer.size());
-}
-
-std::string pathname_of(archive_entry* header) {
-  const char* name = libarchive().entry_pathname(header);
-  return name ? name : "";
-}
-
-std::string error_of(archive* a) {
-  const char* message = libarchive().error_string(a);
-  return message ? message : "unknown libarchive error";
 }
 
 // Lexically normalised `path` (no "." or ".."); nullopt when ".." climbs above its start.
@@ -148,7 +70,7 @@ struct Unpacker {
       chunk.resize(had + k_block);
       la_ssize_t n = libarchive().read_data(data, chunk.data() + had, k_block);
       chunk.resize(had + static_cast<size_t>(std::max<la_ssize_t>(n, 0)));
-      if (n < 0) return fail("cannot unpack " + destination + " from " + deb.string() + ": " + error_of(data));
+      if (n < 0) return fail("cannot unpack " + destination + " from " + deb.string() + ": " + archive_error(data));
       result.bytes += static_cast<std::uint64_t>(n);
       return n > 0;
     };
@@ -158,7 +80,7 @@ struct Unpacker {
   }
 
   Result<void> entry(archive* data, archive_entry* header) {
-    std::string name = pathname_of(header);
+    std::string name = entry_path(header);
     if (name.starts_with("./")) name.erase(0, 2);
     while (name.ends_with("/")) name.pop_back();
     if (name.empty() || name == ".") return {};
@@ -209,13 +131,13 @@ struct Unpacker {
     libarchive().read_support_filter_all(data.get());
     libarchive().read_support_format_tar(data.get());
     if (libarchive().read_open(data.get(), &stream, nullptr, read_member, nullptr) != ARCHIVE_OK)
-      return fail("cannot read the data of " + deb.string() + ": " + error_of(data.get()));
+      return fail("cannot read the data of " + deb.string() + ": " + archive_error(data.get()));
     for (;;) {
       archive_entry* header = nullptr;
       int rc = libarchive().read_next_header(data.get(), &header);
       if (rc == ARCHIVE_EOF) return {};
       if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN)
-        return fail("cannot read the data of " + deb.string() + ": " + error_of(data.get()));
+        return fail("cannot read the data of " + deb.string() + ": " + archive_error(data.get()));
       KB_TRY(entry(data.get(), header));
     }
   }
@@ -251,14 +173,14 @@ Result<UnpackedDeb> extract_deb(const fs::path& deb, const fs::path& root, const
   ArchivePtr outer(libarchive().read_new());
   libarchive().read_support_format_ar(outer.get());
   if (libarchive().read_open_filename(outer.get(), deb.c_str(), k_block) != ARCHIVE_OK)
-    return fail("cannot open " + deb.string() + " as a Debian package: " + error_of(outer.get()));
+    return fail("cannot open " + deb.string() + " as a Debian package: " + archive_error(outer.get()));
   Unpacker unpacker{tree, deb, select, {}};
   for (;;) {
     archive_entry* header = nullptr;
     int rc = libarchive().read_next_header(outer.get(), &header);
     if (rc == ARCHIVE_EOF) break;
-    if (rc != ARCHIVE_OK) return fail("cannot read " + deb.string() + ": " + error_of(outer.get()));
-    std::string member = pathname_of(header);
+    if (rc != ARCHIVE_OK) return fail("cannot read " + deb.string() + ": " + archive_error(outer.get()));
+    std::string member = entry_path(header);
     if (!member.starts_with("data.tar")) continue;
     KB_TRY(unpacker.data_member(outer.get()));
     return std::move(unpacker.result);
@@ -272,16 +194,16 @@ Result<std::string> decompress_file(const fs::path& file, std::uint64_t limit) {
   libarchive().read_support_filter_all(reader.get());
   libarchive().read_support_format_raw(reader.get());
   if (libarchive().read_open_filename(reader.get(), file.c_str(), k_block) != ARCHIVE_OK)
-    return fail("cannot open " + file.string() + ": " + error_of(reader.get()));
+    return fail("cannot open " + file.string() + ": " + archive_error(reader.get()));
   archive_entry* header = nullptr;
   if (libarchive().read_next_header(reader.get(), &header) != ARCHIVE_OK)
-    return fail("cannot read " + file.string() + ": " + error_of(reader.get()));
+    return fail("cannot read " + file.string() + ": " + archive_error(reader.get()));
   std::string content;
   for (;;) {
     size_t had = content.size();
     content.resize(had + k_block);
     la_ssize_t n = libarchive().read_data(reader.get(), content.data() + had, k_block);
-    if (n < 0) return fail("cannot decompress " + file.string() + ": " + error_of(reader.get()));
+    if (n < 0) return fail("cannot decompress " + file.string() + ": " + archive_error(reader.get()));
     content.resize(had + static_cast<size_t>(n));
     if (n == 0) return content;
     if (content.size() > limit)

@@ -24,9 +24,6 @@
 
 namespace kbuild::toolchain {
 
-/// libarchive's version, as loaded (`kbuild --version`).
-std::string archive_library_version();
-
 struct UnpackedDeb {
   std::vector<std::string> files;     ///< regular files written, relative to the root ("usr/bin/g++-12")
   std::vector<std::string> symlinks;  ///< symbolic links created, relative to the root

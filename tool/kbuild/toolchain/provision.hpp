@@ -2,7 +2,7 @@
 // Obtaining pinned toolchains without Nix, for matrix builds:
 //  - Torch X.Y: the PyPI wheel, resolved and downloaded by pip (so pip's configuration, mirrors and
 //    proxies apply), verified against kbuild.lock's sha256, and only include/, share/cmake/,
-//    version.py and the libraries kernels link against extracted (libzip) into
+//    version.py and the libraries kernels link against extracted (libarchive) into
 //    $KBUILD_CACHE/toolchains/torch-<version>-<sha>/.
 //  - CUDA X.Y: the system toolkit when its version is X.Y; otherwise assembled from NVIDIA's wheels
 //    (nvcc, nvvm, crt, runtime, cccl) into $KBUILD_CACHE/toolchains/cuda-<version>-<sha>/, and proven

@@ -5,6 +5,10 @@
 namespace kbuild::util {
 
 Result<SharedLibrary> SharedLibrary::open(const std::string& soname, const std::string& hint) {
+#if defined(KBUILD_STATIC_LIBRARIES)
+  (void)hint;
+  return SharedLibrary(nullptr, soname);  // linked in: KB_BIND takes each function's address
+#endif
   // RTLD_NOW: a missing symbol is an error here, not a crash at the first call.
   void* handle = dlopen(soname.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {

@@ -1,5 +1,5 @@
 #pragma once
-// Libraries that only some commands need (libcurl, libarchive, libzip) are loaded when first used,
+// Libraries that only some commands need (libcurl, libarchive) are loaded when first used,
 // not at process start: linked normally, their ~30 dependencies (GnuTLS, Kerberos, LDAP, libxml2,
 // ICU...) were mapped, relocated and initialised by every run, about half of a no-op build's process
 // start-up. Their sonames come from the build (kbuild/util/lazy_libraries.hpp, written by CMake from
@@ -51,6 +51,15 @@ const Result<Api>& load_once(const char* soname, const char* hint,
   }();
   return loaded;
 }
+
+/// Binds `member` (a function pointer of an Api table) to the library's function `symbol`: looked up
+/// in the library opened with dlopen, or, in a static build (KBUILD_STATIC_LIBRARIES: the wheel,
+/// docs/install.md), the linked function itself, so nothing is looked up by name at run time.
+#if defined(KBUILD_STATIC_LIBRARIES)
+#define KB_BIND(library, member, symbol) ((void)(library), (member) = &::symbol, ::kbuild::Result<void>{})
+#else
+#define KB_BIND(library, member, symbol) (library).bind((member), #symbol)
+#endif
 
 /// What `kbuild --version` shows for a library that could not be loaded.
 inline std::string not_loaded(const Error& error) { return "not loaded (" + error.message + ")"; }
