@@ -16,7 +16,11 @@ WorkerPool::~WorkerPool() { shutdown(); }
 
 // Threads are detached and counted: shutdown() waits for the count to reach zero, so that an extra
 // thread may end on its own without anyone joining it.
+// A thread counts as idle from its start: a woken or starting thread has not yet taken its task,
+// so "every worker is busy" means more tasks wait than idle threads exist to take them (comparing
+// with zero idle threads let a burst queue behind two workers that had been notified but not run).
 void WorkerPool::start_thread() {
+  ++m_idle;
   m_running = ++m_threads;
   m_peak = std::max(m_peak, m_threads);
   std::thread([this] { run(); }).detach();
@@ -26,7 +30,7 @@ bool WorkerPool::enqueue(std::function<void()> task) {
   std::lock_guard lock(m_mutex);
   if (m_stopping) return false;
   m_tasks.push_back(std::move(task));
-  if (m_idle == 0 && m_threads < m_limits.max)
+  if (m_tasks.size() > m_idle && m_threads < m_limits.max)
     start_thread();
   else
     m_work.notify_one();
@@ -36,18 +40,19 @@ bool WorkerPool::enqueue(std::function<void()> task) {
 void WorkerPool::run() {
   std::unique_lock lock(m_mutex);
   for (;;) {
-    ++m_idle;
     // The base threads wait for work without end; the extra ones give up after `linger`.
     bool woken = m_work.wait_for(lock, m_limits.linger, [this] { return m_stopping || !m_tasks.empty(); });
-    --m_idle;
     if (m_tasks.empty() && (m_stopping || (!woken && m_threads > m_limits.base))) break;
     if (m_tasks.empty()) continue;
     auto task = std::move(m_tasks.front());
     m_tasks.pop_front();
+    --m_idle;
     lock.unlock();
     task();
     lock.lock();
+    ++m_idle;
   }
+  --m_idle;
   m_running = --m_threads;
   if (m_threads == 0) m_ended.notify_all();
 }

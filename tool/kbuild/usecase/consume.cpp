@@ -1,5 +1,7 @@
 #include "kbuild/usecase/consume.hpp"
 
+#include <algorithm>
+
 #include "kbuild/lock/cache_index.hpp"
 #include "kbuild/lock/hf_cache.hpp"
 #include "kbuild/lock/index.hpp"
