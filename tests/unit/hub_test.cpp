@@ -9,8 +9,10 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <thread>
 
+#include "kbuild/hub/ca_bundle.hpp"
 #include "kbuild/hub/client.hpp"
 #include "kbuild/hub/commit_plan.hpp"
 #include "kbuild/hub/curl_transport.hpp"
@@ -452,4 +454,27 @@ TEST(UrlDownload, TheCurlTransportStopsABodyPastTheLimit) {
   EXPECT_EQ(*whole, 4u << 20);
   EXPECT_EQ(std::filesystem::file_size(file), 4u << 20);
   std::filesystem::remove(file);
+}
+
+TEST(CaBundle, TheUsersChoiceComesFirstThenTheDistributionsBundle) {
+  auto only = [](std::set<std::string> files) {
+    return [files](const std::string& path) { return files.count(path) > 0; };
+  };
+  // RHEL's bundle where Debian's is absent; Alpine's last.
+  util::MapEnvironment none;
+  EXPECT_EQ(find_ca_location(none, only({"/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem"})).file,
+            "/etc/pki/tls/certs/ca-bundle.crt");
+  EXPECT_EQ(find_ca_location(none, only({"/etc/ssl/cert.pem"})).file, "/etc/ssl/cert.pem");
+  EXPECT_EQ(find_ca_location(none, only({"/etc/ssl/ca-bundle.pem"})).file, "/etc/ssl/ca-bundle.pem");
+  EXPECT_TRUE(find_ca_location(none, only({})).empty());
+  // CURL_CA_BUNDLE before SSL_CERT_FILE, kept even where the file is missing (curl then says so);
+  // SSL_CERT_DIR alone is a choice too, and no bundle is added to it.
+  util::MapEnvironment both({{"CURL_CA_BUNDLE", "/a.pem"}, {"SSL_CERT_FILE", "/b.pem"}});
+  EXPECT_EQ(find_ca_location(both, only({"/etc/ssl/cert.pem"})).file, "/a.pem");
+  util::MapEnvironment ssl({{"SSL_CERT_FILE", "/b.pem"}, {"CURL_CA_BUNDLE", ""}});
+  EXPECT_EQ(find_ca_location(ssl, only({})).file, "/b.pem");
+  util::MapEnvironment dir(std::map<std::string, std::string>{{"SSL_CERT_DIR", "/certs"}});
+  auto location = find_ca_location(dir, only({"/etc/ssl/certs/ca-certificates.crt"}));
+  EXPECT_EQ(location.directory, "/certs");
+  EXPECT_EQ(location.file, "");
 }

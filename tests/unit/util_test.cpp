@@ -243,3 +243,23 @@ TEST(Process, ASignalToKbuildStopsTheChildAndWhatItStartedWithinASecond) {
   EXPECT_EQ(refused.error().code, kbuild::ExitCode::interrupted);
   kbuild::util::reset_interrupt_for_testing();
 }
+
+TEST(Process, TheChdirTrampolineRunsTheProgramInTheDirectoryWithItsArgumentsIntact) {
+  // glibc before 2.29 has no posix_spawn_file_actions_addchdir_np: /bin/sh changes directory instead.
+  kbuild::util::reset_interrupt_for_testing();
+  const auto dir = std::filesystem::temp_directory_path() / ("kbuild chdir $HOME " + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  kbuild::util::RealProcessLauncher launcher;
+  auto command =
+      kbuild::util::chdir_trampoline("/bin/sh", {"sh", "-c", "pwd; printf '<%s>' \"$@\"", "x", "a b", "$c"}, dir);
+  auto result = launcher.run(command);
+  ASSERT_TRUE(result) << result.error().message;
+  EXPECT_EQ(result->exit_code, 0);
+  EXPECT_EQ(result->out, dir.string() + "\n<a b><$c>");
+  // A directory that does not exist is the child's failure, not a run elsewhere.
+  auto missing = launcher.run(kbuild::util::chdir_trampoline("/bin/pwd", {"pwd"}, dir / "missing"));
+  ASSERT_TRUE(missing);
+  EXPECT_NE(missing->exit_code, 0);
+  EXPECT_EQ(missing->out, "");
+  std::filesystem::remove_all(dir);
+}

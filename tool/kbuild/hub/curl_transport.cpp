@@ -4,7 +4,9 @@
 
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 
+#include "kbuild/hub/ca_bundle.hpp"
 #include "kbuild/util/build_info.hpp"
 #include "kbuild/util/interrupt.hpp"
 #include "kbuild/util/lazy_libraries.hpp"
@@ -202,7 +204,16 @@ int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t upload_total, cur
   return 0;
 }
 
-// Options every request gets: URL, timeouts, user agent, where the answer goes.
+// Read once per process: the environment and the distribution do not change while kbuild runs.
+const CaLocation& ca_location() {
+  static const CaLocation location = find_ca_location(util::RealEnvironment(), [](const std::string& path) {
+    std::error_code ec;
+    return std::filesystem::is_regular_file(path, ec);
+  });
+  return location;
+}
+
+// Options every request gets: URL, timeouts, user agent, trusted CAs, where the answer goes.
 void configure(CURL* curl, const net::HttpRequest& request, net::HttpResponse& response, ResponseSink& sink) {
   api().easy_setopt(curl, CURLOPT_URL, request.url.c_str());
   api().easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
@@ -213,6 +224,8 @@ void configure(CURL* curl, const net::HttpRequest& request, net::HttpResponse& r
     api().easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(request.timeout_seconds * 1000));
   const std::string agent = std::string("kbuild/") + util::k_kbuild_version;
   api().easy_setopt(curl, CURLOPT_USERAGENT, agent.c_str());
+  if (!ca_location().file.empty()) api().easy_setopt(curl, CURLOPT_CAINFO, ca_location().file.c_str());
+  if (!ca_location().directory.empty()) api().easy_setopt(curl, CURLOPT_CAPATH, ca_location().directory.c_str());
   sink.curl = curl;
   sink.memory = &response.body;
   if (request.response_file) sink.file_path = &*request.response_file;

@@ -17,6 +17,9 @@
 // each header line at most 8192 bytes (longer: 400). Its listen backlog of 5 is widened after binding
 // (widen_backlog).
 
+// httplib.h uses std::exception_ptr without including <exception>; libc++ (the wheel) needs it first.
+#include <exception>
+
 #include <httplib.h>
 
 #include <atomic>

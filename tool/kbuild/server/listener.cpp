@@ -1,11 +1,10 @@
-// With connection.cpp, the only translation units that include cpp-httplib.
+// With connection.cpp, the only translation units that include cpp-httplib (through connection.hpp).
 #include "kbuild/server/listener.hpp"
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
 #include <fcntl.h>
-#include <httplib.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>

@@ -1,5 +1,6 @@
 #include "kbuild/util/process.hpp"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
@@ -97,7 +98,22 @@ bool collect_output(int out_fd, int err_fd, pid_t pid, ProcessResult& result) {
   return stopped;
 }
 
+// Looked up at run time: glibc 2.29 added it, and the wheel's kbuild runs on 2.28 too.
+using AddChdir = int (*)(posix_spawn_file_actions_t*, const char*);
+AddChdir native_addchdir() {
+  static const auto function =
+      reinterpret_cast<AddChdir>(::dlsym(RTLD_DEFAULT, "posix_spawn_file_actions_addchdir_np"));
+  return function;
+}
+
 }  // namespace
+
+std::vector<std::string> chdir_trampoline(const std::filesystem::path& program, const std::vector<std::string>& argv,
+                                          const std::filesystem::path& cwd) {
+  std::vector<std::string> command = {"/bin/sh", "-c", "cd -- \"$0\" && exec \"$@\"", cwd.string(), program.string()};
+  command.insert(command.end(), argv.begin() + (argv.empty() ? 0 : 1), argv.end());
+  return command;
+}
 
 Result<ProcessResult> RealProcessLauncher::run(const std::vector<std::string>& argv, const ProcessOptions& options) {
   if (argv.empty()) return fail("internal error: empty command");
@@ -120,10 +136,16 @@ Result<ProcessResult> RealProcessLauncher::run(const std::vector<std::string>& a
     posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
   }
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  if (options.cwd) posix_spawn_file_actions_addchdir_np(&actions, options.cwd->c_str());
+  std::vector<std::string> trampoline;
+  if (options.cwd && native_addchdir()) {
+    native_addchdir()(&actions, options.cwd->c_str());
+  } else if (options.cwd) {
+    trampoline = chdir_trampoline(*program, argv, *options.cwd);
+    program = trampoline.front();
+  }
 
   std::vector<char*> args;
-  for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+  for (const auto& arg : trampoline.empty() ? argv : trampoline) args.push_back(const_cast<char*>(arg.c_str()));
   args.push_back(nullptr);
   std::vector<std::string> env_storage;
   std::vector<char*> env;

@@ -47,6 +47,12 @@ class RealProcessLauncher final : public ProcessLauncher {
 /// when not found. The real launcher's find() with this process's PATH.
 std::optional<std::filesystem::path> find_program(const std::string& program, const std::string& path_variable);
 
+/// The command that runs `program` with `argv`'s arguments (argv[0] excepted) in directory `cwd`
+/// through /bin/sh: how a child changes directory where glibc lacks
+/// posix_spawn_file_actions_addchdir_np (before 2.29; kbuild's wheel targets 2.28).
+std::vector<std::string> chdir_trampoline(const std::filesystem::path& program, const std::vector<std::string>& argv,
+                                          const std::filesystem::path& cwd);
+
 /// The machine's hardware name as uname(2) reports it ("x86_64", "aarch64").
 std::string current_machine();
 
