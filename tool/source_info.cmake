@@ -1,6 +1,7 @@
 # Writes OUTPUT (a header) with the git commit, its date and whether the tree is dirty, from the
-# checkout at SOURCE_DIR, or from $KBUILD_SOURCE_COMMIT / $KBUILD_SOURCE_DATE where there is no git
-# (a source archive). Run at every build; the file is rewritten only when its content changes, so
+# checkout at SOURCE_DIR, or from $KBUILD_SOURCE_COMMIT / $KBUILD_SOURCE_DATE, or where there is no
+# git (the sdist) from tool/source_commit.txt, which scripts/wheel writes before making the sdist:
+# one line, "<commit> <date> <dirty: true|false>". Run at every build; the file is rewritten only when its content changes, so
 # only what includes it (cli/app.cpp) recompiles after a commit. The "date" is the commit's, not the
 # build's: two builds of one commit name the same date (reproducible).
 cmake_minimum_required(VERSION 3.25)
@@ -21,6 +22,14 @@ if(GIT AND commit STREQUAL "")
     if(NOT changes STREQUAL "")
       set(dirty "true")
     endif()
+  endif()
+endif()
+if(commit STREQUAL "" AND EXISTS "${SOURCE_DIR}/tool/source_commit.txt")
+  file(READ "${SOURCE_DIR}/tool/source_commit.txt" recorded)
+  if(recorded MATCHES "^([0-9a-f]+) ([0-9-]+) (true|false)")
+    set(commit "${CMAKE_MATCH_1}")
+    set(date "${CMAKE_MATCH_2}")
+    set(dirty "${CMAKE_MATCH_3}")
   endif()
 endif()
 if(commit STREQUAL "")

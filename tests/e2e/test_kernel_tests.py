@@ -58,6 +58,18 @@ def test_a_failing_test_fails_its_variant_and_the_command(tmp_path):
     assert results["torch211-cxx11-cpu-x86_64-linux"]["failures"] == 1
     text = run_kbuild("test", kernel, "--python", PYTHON, check=False)
     assert "on purpose" in text.stdout  # the failed run's output is shown
+    # Progress names each variant and the pytest command as it starts.
+    assert "testing torch211-cxx11-cpu-x86_64-linux with Torch 2.11" in text.stderr, text.stderr
+    # Arguments after -- go to pytest: a -k expression, or a test by its node id (then tests/ alone is
+    # not added, so only that test runs).
+    narrowed, by_name = results_of(kernel, "--", "-k", "not test_that_fails")
+    assert narrowed.returncode == 0, narrowed.stdout + narrowed.stderr
+    run = by_name["torch211-cxx11-cpu-x86_64-linux"]
+    assert run["failures"] == 0 and 0 < run["tests"] < results["torch211-cxx11-cpu-x86_64-linux"]["tests"], run
+    one, by_name = results_of(kernel, "--", "tests/test_img2gray.py::test_that_fails", "-x")
+    assert one.returncode == 1 and by_name["torch211-cxx11-cpu-x86_64-linux"]["tests"] == 1, one.stdout
+    other = run_kbuild("check", kernel, "--", "-x", check=False)
+    assert other.returncode == 2 and "only `kbuild test` takes arguments after `--`" in other.stderr
     missing = run_kbuild("test", kernel, "--python", PYTHON, "--variant", "torch215-cxx11-cpu-x86_64-linux", check=False)
     assert missing.returncode == 2 and "is not built" in missing.stderr
     matrix = run_kbuild("test", kernel, "--python", PYTHON, "--matrix", check=False)

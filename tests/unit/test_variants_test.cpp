@@ -395,3 +395,20 @@ TEST_F(TestVariantsFixture, AVariantOlderThanItsSourcesIsRefused) {
   ASSERT_TRUE(usecase::test_variants(only, services));
   EXPECT_EQ(pytest_envs.size(), 1u);
 }
+
+TEST(TestVariants, PytestArgumentsAddTestsUnlessOneNamesAPathOfTheKernel) {
+  kbuild::usecase::TestRequest request;
+  auto exists = [](const std::string& path) { return path == "tests/test_a.py" || path == "other"; };
+  using Args = std::vector<std::string>;
+  EXPECT_EQ(kbuild::usecase::pytest_arguments(request, "r.xml", exists),
+            (Args{"-p", "no:cacheprovider", "--junitxml=r.xml", "-q", "tests"}));
+  // -k's value is no path of the kernel: tests/ still runs, narrowed.
+  request.pytest_args = {"-k", "relu", "-x"};
+  EXPECT_EQ(kbuild::usecase::pytest_arguments(request, "r.xml", exists),
+            (Args{"-p", "no:cacheprovider", "--junitxml=r.xml", "-q", "-k", "relu", "-x", "tests"}));
+  // A file, or a test by node id: that alone; on a terminal pytest draws its own progress (no -q).
+  request.pytest_args = {"tests/test_a.py::test_one"};
+  request.pytest_progress = true;
+  EXPECT_EQ(kbuild::usecase::pytest_arguments(request, "r.xml", exists),
+            (Args{"-p", "no:cacheprovider", "--junitxml=r.xml", "tests/test_a.py::test_one"}));
+}

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kbuild/cli/command.hpp"
+#include "kbuild/cli/kernel_builder_words.hpp"
 #include "kbuild/config/user_config.hpp"
 #include "kbuild/exec/command_runner.hpp"
 #include "kbuild/hub/curl_transport.hpp"
@@ -221,6 +222,8 @@ std::optional<Error> unknown_option(CLI::App& app, int argc, char** argv) {
       for (const auto& sname : option->get_snames()) found = found || (short_option && sname == name);
     }
     if (found) continue;
+    if (auto theirs = kernel_builder_option_error(current->get_name(), long_option ? "--" + name : token))
+      return theirs;
     std::string hint = path.empty() ? "see `kbuild --help`" : "see `kbuild " + path + " --help`";
     std::string shown = long_option ? "--" + name : token;
     std::string suggestion = long_option ? util::closest_match(shown, known) : "";
@@ -262,9 +265,12 @@ Error usage_error(const CLI::ParseError& error, CLI::App& app, int argc, char** 
 // The first word that should be a command but is not one.
 std::optional<Error> unknown_command(CLI::App& app, int argc, char** argv) {
   if (argc < 2 || argv[1][0] == '-') return std::nullopt;
+  if (auto theirs = kernel_builder_command_error(argc, argv)) return theirs;
   std::vector<std::string> names;
-  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) names.push_back(sub->get_name());
-  if (std::find(names.begin(), names.end(), argv[1]) != names.end()) return std::nullopt;
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+    if (sub->check_name(argv[1])) return std::nullopt;  // its name or an alias (kernel_builder_words.hpp)
+    names.push_back(sub->get_name());
+  }
   std::string suggestion = util::closest_match(argv[1], names);
   return Error{ExitCode::usage, fmt::format("unknown command '{}'", argv[1]),
                suggestion.empty() ? "commands: " + util::join(names, ", ") + " (kbuild --help)"
@@ -286,7 +292,18 @@ class HelpFormatter final : public CLI::Formatter {
   }
 };
 
+std::vector<std::string>& arguments_after_dashes() {
+  static std::vector<std::string> arguments;
+  return arguments;
+}
+
 int run(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::string_view(argv[i]) != "--") continue;
+    arguments_after_dashes().assign(argv + i + 1, argv + argc);
+    argc = i;
+    break;
+  }
   CLI::App app{"kbuild builds PyTorch kernels (CUDA and CPU) for the kernels ecosystem", "kbuild"};
   app.formatter(std::make_shared<HelpFormatter>());
   app.set_version_flag("-V,--version", [] { return version_text(); });
@@ -301,6 +318,7 @@ int run(int argc, char** argv) {
                               register_whoami, register_hub, register_lock, register_download, register_versions,
                               register_ci, register_update_build, register_completions, register_doctor})
     registrar(app, action);
+  add_kernel_builder_aliases(app);
   one_value_per_option(app);
   const bool json = json_requested(argc, argv);
   if (auto error = unknown_command(app, argc, argv); error || (error = unknown_option(app, argc, argv))) {
@@ -315,6 +333,12 @@ int run(int argc, char** argv) {
     return static_cast<int>(ExitCode::usage);
   }
   if (!action) return static_cast<int>(ExitCode::usage);
+  if (!arguments_after_dashes().empty() && !app.got_subcommand("test")) {
+    print_error({ExitCode::usage, "only `kbuild test` takes arguments after `--` (for pytest)",
+                 "remove `-- " + util::join(arguments_after_dashes(), " ") + "`"},
+                json);
+    return static_cast<int>(ExitCode::usage);
+  }
   util::RealFileSystem fs;
   util::RealProcessLauncher launcher;
   util::RealEnvironment env;

@@ -136,8 +136,10 @@ void register_build(CLI::App& app, CommandAction& action) {
   auto options = std::make_shared<BuildOptions>();
   CLI::App* cmd = app.add_subcommand("build", "Build the kernel's variants into KERNEL_DIR/build/<variant>/");
   cmd->add_option("kernel_dir", options->kernel_dir, "Kernel directory (contains build.toml)")->capture_default_str();
-  cmd->add_option("-j,--jobs", options->jobs, "Parallel jobs (default: number of CPUs)");
-  cmd->add_flag("-v,--verbose", options->verbose, "Print every command");
+  cmd->add_option("-j,--jobs,--max-jobs", options->jobs,
+                  "Parallel jobs (default: number of CPUs; --max-jobs: kernel-builder's name)");
+  cmd->add_flag("-v,--verbose,-L,--print-build-logs", options->verbose,
+                "Print every command (-L, --print-build-logs: kernel-builder's names)");
   cmd->add_flag("-q,--quiet", options->quiet, "Print only warnings and errors");
   cmd->add_flag("--json", options->json,
                 "Print the outcome as JSON on stdout (variants, up_to_date, seconds, jobs_run, from_cache, output)");

@@ -24,6 +24,7 @@ struct InitOptions {
   std::string python;
   bool overwrite = false;
   bool backends_given = false;
+  bool owner_from_name = false;  ///< NAME was OWNER/NAME: init says which owner it took
 };
 
 // CLI11 fills the positionals NAME and DIR before a many-valued option, so `--backends cpu cuda` leaves
@@ -42,6 +43,18 @@ void collect_backend_words(InitOptions& options) {
   options.dir = positionals.size() > 1 ? positionals[1] : "";
 }
 
+// kernel-builder's `init PATH`: a word that can only be a path (./x, ../x, /x, ~/x, a/b/c, or a/b where
+// a/ is an existing directory) names the directory, and its last component the kernel. Other words
+// with one slash are kbuild's OWNER/NAME (init then says so).
+bool path_form(const std::string& word) {
+  if (word.starts_with("./") || word.starts_with("../") || word.starts_with("/") || word.starts_with("~")) return true;
+  auto slash = word.find('/');
+  if (slash == std::string::npos) return false;
+  if (word.find('/', slash + 1) != std::string::npos) return true;
+  std::error_code ec;
+  return std::filesystem::is_directory(word.substr(0, slash), ec);
+}
+
 // kernel-builder's spellings: `--name OWNER/REPO` (the repository id too), `--backends cpu cuda` or
 // `cpu,cuda` (and `all`: every backend init scaffolds), no name at all in an empty directory (its name).
 Result<InitOptions> kernel_builder_spellings(InitOptions options) {
@@ -52,8 +65,16 @@ Result<InitOptions> kernel_builder_spellings(InitOptions options) {
     options.dir = options.name;
     options.name = options.name_option;
   }
+  if (options.dir.empty() && path_form(options.name)) {
+    options.dir = options.name;
+    while (options.dir.size() > 1 && options.dir.ends_with('/')) options.dir.pop_back();
+    options.name = std::filesystem::path(options.dir).filename().string();
+  }
   if (auto slash = options.name.find('/'); slash != std::string::npos) {
-    if (options.repo_id.empty()) options.repo_id = options.name;
+    if (options.repo_id.empty()) {
+      options.repo_id = options.name;
+      options.owner_from_name = true;
+    }
     options.name = options.name.substr(slash + 1);
   }
   if (options.name.empty()) {
@@ -96,7 +117,10 @@ Result<ExitCode> run_init(const InitOptions& given, Services& services) {
   std::string shown = options.dir.empty() ? options.name : options.dir;
   fmt::print("created {} ({} files{})\n\nnext:\n  kbuild build {}\n  kbuild test {}\n", request.target.string(),
              outcome.files.size(), git_note, shown, shown);
-  if (outcome.owner_from_token)
+  if (options.owner_from_name)
+    fmt::print("\nthe Hub repository is {} (OWNER/NAME); for a directory of that path, write ./{}\n", outcome.repo_id,
+               options.repo_id);
+  else if (outcome.owner_from_token)
     fmt::print("\nthe Hub repository is {} (the owner of your Hub token; --repo-id OWNER/NAME for another)\n",
                outcome.repo_id);
   else if (options.repo_id.empty())

@@ -91,6 +91,8 @@ Result<ExitCode> run_test(const TestOptions& options, Services& services) {
     request.torch = torch->major_minor();
   }
   request.pip_progress = !options.json && is_smart_terminal(stderr, services.env);
+  request.pytest_progress = request.pip_progress && is_smart_terminal(stdout, services.env);
+  request.pytest_args = arguments_after_dashes();
   request.allow_stale = options.allow_stale;
   request.online = options.online;
   request.create_env = options.create_env;
@@ -136,7 +138,9 @@ Result<ExitCode> run_test(const TestOptions& options, Services& services) {
 void register_test(CLI::App& app, CommandAction& action) {
   auto options = std::make_shared<TestOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "test", "Run the kernel's tests (tests/, pytest) against each built variant with the Torch it was built for");
+      "test",
+      "Run the kernel's tests (tests/, pytest) against each built variant with the Torch it was built for; "
+      "arguments after -- go to pytest (kbuild test . -- -k relu -x)");
   cmd->add_option("kernel_dir", options->kernel_dir, "Kernel directory (contains build/ and tests/)")
       ->capture_default_str();
   cmd->add_option("--variant", options->variants, "Only this variant (repeatable; default: every variant in build/)");

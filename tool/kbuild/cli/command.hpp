@@ -36,6 +36,10 @@ struct Services {
 
 using CommandAction = std::function<Result<ExitCode>(Services&)>;
 
+/// The arguments after `--` on the command line, which app.cpp takes off before parsing; only
+/// `kbuild test` accepts them (they go to pytest), every other command refuses them.
+std::vector<std::string>& arguments_after_dashes();
+
 /// Registration: adds a subcommand to `app` and, when it is selected, stores its action in `action`.
 using Registrar = void (*)(CLI::App& app, CommandAction& action);
 

@@ -158,6 +158,23 @@ std::map<std::string, std::string> test_run_environment(const TestRequest& reque
   return vars;
 }
 
+}  // namespace
+
+std::vector<std::string> pytest_arguments(const TestRequest& request, const std::string& junit_report,
+                                          const std::function<bool(const std::string&)>& exists) {
+  std::vector<std::string> args = {"-p", "no:cacheprovider", "--junitxml=" + junit_report};
+  if (!request.pytest_progress) args.push_back("-q");
+  bool names_a_path = false;
+  for (const auto& arg : request.pytest_args) {
+    args.push_back(arg);
+    names_a_path = names_a_path || (!arg.starts_with("-") && exists(arg.substr(0, arg.find("::"))));
+  }
+  if (!names_a_path) args.push_back("tests");
+  return args;
+}
+
+namespace {
+
 // Runs pytest for one variant with `env` and reads its JUnit report into `result`.
 Result<void> run_pytest(const TestRequest& request, Services& services, const config::KernelConfig& config,
                         const std::string& name, const config::Variant& variant, const PythonTorch& env,
@@ -172,10 +189,15 @@ Result<void> run_pytest(const TestRequest& request, Services& services, const co
   options.cwd = request.kernel_dir;
   options.env = test_run_environment(request, services.env, name, variant,
                                      config.general.hub_repo_id.value_or(config.general.name), import_dir);
+  options.inherit_output = request.pytest_progress;
+  std::vector<std::string> argv = {env.python.string(), "-m", "pytest"};
+  for (auto& arg : pytest_arguments(request, report.string(), [&](const std::string& path) {
+         return services.fs.stat(request.kernel_dir / path).exists;
+       }))
+    argv.push_back(std::move(arg));
+  services.reporter.info("testing " + name + " with Torch " + env.torch + ": " + util::shell_join(argv));
   auto start = services.clock.now();
-  auto run = services.launcher.run(
-      {env.python.string(), "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml=" + report.string(), "tests"},
-      options);
+  auto run = services.launcher.run(argv, options);
   result.seconds = services.clock.seconds_since(start);
   (void)services.fs.remove_all(import_dir);
   if (!run) return fail(run.error());

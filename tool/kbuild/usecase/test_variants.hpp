@@ -51,7 +51,17 @@ struct TestRequest {
   /// Test what this machine can: a CUDA variant without a GPU is loaded and its ops checked
   /// (status loaded); callers then count not_tested and loaded as no failure.
   bool best_effort = false;
+  /// Arguments after `--`, given to pytest (e.g. -k relu, -x, tests/test_x.py). "tests" is added
+  /// unless one of them names a file or directory of the kernel.
+  std::vector<std::string> pytest_args;
+  /// Let pytest draw its own progress on the terminal (its output is then not in `output`).
+  bool pytest_progress = false;
 };
+
+/// The pytest command line of one variant's run, after `python -m pytest`; `exists` tests a path
+/// relative to the kernel directory.
+std::vector<std::string> pytest_arguments(const TestRequest& request, const std::string& junit_report,
+                                          const std::function<bool(const std::string&)>& exists);
 
 struct VariantTestResult {
   /// loaded: imported and its ops checked, the tests not run (best_effort, no GPU).
