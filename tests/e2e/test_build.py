@@ -245,10 +245,12 @@ def test_failing_compile_shows_command_and_output_and_keep_going(kernel_copy):
     as_json = run_kbuild(*build_args(kernel_copy, "-j", "1", "--json"), check=False)
     assert as_json.returncode == 1
     assert json.loads(as_json.stdout)["error"]["kind"] == "failure", as_json.stdout
+    assert json.loads(as_json.stdout)["error"]["hint"].startswith("fix the first error"), as_json.stdout
     assert not list(kernel_copy.rglob("*.tmp"))
     # --keep-going still builds the CPU variant, which does not depend on the broken file.
-    result = run_kbuild(*build_args(kernel_copy, "--keep-going"), check=False)
+    result = run_kbuild(*build_args(kernel_copy, "--keep-going", "--json"), check=False)
     assert result.returncode == 1
+    assert json.loads(result.stdout)["error"]["hint"].startswith("fix the errors above"), result.stdout
     assert (kernel_copy / "build" / CPU_VARIANT / "metadata.json").is_file()
     assert not (kernel_copy / "build" / CUDA_VARIANT).exists()
 

@@ -28,14 +28,17 @@ class MatrixExpander {
       for (const auto& torch : torch_versions_for(config::Backend::cpu))
         add_arch_entry(config::Backend::cpu, torch, std::nullopt);
     bool builds_cuda = !noarch_framework && compiles(config::Backend::cuda);
+    bool cuda_in_bounds = false;
     for (const auto& cuda : builds_cuda ? m_spec.cuda : std::vector<util::Version>{}) {
       if (auto reason = cuda_left_out(cuda)) {
         note("cuda " + cuda.str() + ": " + *reason);
         continue;
       }
+      cuda_in_bounds = true;
       for (const auto& torch : torch_versions_for(config::Backend::cuda))
         add_arch_entry(config::Backend::cuda, torch, cuda);
     }
+    if (builds_cuda && !m_spec.cuda.empty() && !cuda_in_bounds) note_cuda_fix();
     std::sort(m_entries.begin(), m_entries.end(),
               [](const MatrixEntry& a, const MatrixEntry& b) { return a.variant.name() < b.variant.name(); });
     return m_entries;
@@ -98,6 +101,18 @@ class MatrixExpander {
       return {};
     }
     return {*m_newest};
+  }
+
+  // Every CUDA version of the matrix is outside build.toml's bounds: the exact fix, with a version
+  // inside them (a kernel capped at CUDA 12.x against a matrix of 13.x).
+  void note_cuda_fix() {
+    const auto& general = m_config.general;
+    std::optional<util::Version> inside = general.cuda_maxver ? general.cuda_maxver : general.cuda_minver;
+    if (!inside) return;
+    const std::string version = std::to_string(inside->major()) + "." + std::to_string(inside->minor());
+    note("no CUDA version of the matrix is within build.toml's CUDA bounds: to build CUDA " + version +
+         ", list it in kbuild.toml ([matrix] cuda = [\"" + version + "\"]) and give its toolkit (kbuild build " +
+         "--matrix --cuda-toolkit " + version + "=/usr/local/cuda-" + version + ")");
   }
 
   // Why a CUDA version of the matrix builds nothing for this kernel, if it does not.

@@ -225,7 +225,8 @@ Result<void> summary_verdict(const exec::ExecSummary& summary, const std::filesy
   if (summary.failed > 0)
     return fail(fmt::format("build failed: {} job{} failed{}", summary.failed, summary.failed == 1 ? "" : "s",
                             summary.not_run ? fmt::format(", {} not run", summary.not_run) : ""),
-                keep_going ? "" : "fix the first error; --keep-going builds what does not depend on it");
+                keep_going ? "fix the errors above; every job that did not depend on a failed one was built"
+                           : "fix the first error; --keep-going builds what does not depend on it");
   return {};
 }
 

@@ -42,8 +42,13 @@ Result<void> list_local(const ListVariantsRequest& request, const config::Kernel
   auto variants =
       select_local_variants(config, local, {}, [&](const std::string& why) { outcome.left_out.push_back(why); });
   outcome.origin = "local (" + *request.python + ", torch " + local.torch.version_string + ")";
-  // Nothing buildable here is an empty list with the reasons (docs/cli.md: --json is always JSON).
-  if (!variants && variants.error().code == ExitCode::toolchain && !outcome.left_out.empty()) return {};
+  // Nothing buildable here is an empty list with the reasons, exit 0 (docs/cli.md: --json is always
+  // JSON): the matrix's case too. The reason of the refusal joins the others.
+  if (!variants && variants.error().code == ExitCode::toolchain) {
+    const auto& error = variants.error();
+    outcome.left_out.push_back(error.message + (error.hint.empty() ? "" : " (" + error.hint + ")"));
+    return {};
+  }
   if (!variants) return fail(variants.error());
   for (const auto& build : *variants) {
     if (auto reason = plan::unbuildable_reason(config, build.variant.backend)) {
