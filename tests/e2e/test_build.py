@@ -152,7 +152,7 @@ def test_touched_cu_rebuilds_only_what_depends_on_it(kernel_copy):
     run_kbuild(*build_args(kernel_copy))
     cu = kernel_copy / "img2gray_cuda" / "img2gray.cu"
     os.utime(cu)  # `touch`: same content, new mtime (git still sees a clean tree)
-    result = run_kbuild(*build_args(kernel_copy, "--explain"))
+    result = run_kbuild(*build_args(kernel_copy, "--explain", "--no-cache"))  # real commands: their memory
     names = rebuilt_jobs(result.stdout)
     assert len(names) == 3, result.stdout
     assert names[0] == "CUDA img2gray_cuda/img2gray.cu"
@@ -167,6 +167,12 @@ def test_touched_cu_rebuilds_only_what_depends_on_it(kernel_copy):
     cuda = next(e for e in jobs if e["cat"] == "CUDA")
     link = next(e for e in jobs if e["cat"] == "LINK")
     assert link["ts"] >= cuda["ts"] + cuda["dur"]  # the link waited for its object
+    # Each command's peak memory (wait4: what the compiler driver waited for included); none for a job
+    # restored from the compile cache or run in kbuild's own process (INSTALL).
+    for event in jobs:
+        ran_a_command = event["cat"] in ("CUDA", "CXX", "LINK") and not event["args"]["cache_hit"]
+        assert (event["args"]["peak_rss_mib"] > 1) == ran_a_command, jobs
+    assert cuda["args"]["peak_rss_mib"] > 50 and link["args"]["peak_rss_mib"] > 1, (cuda, link)
     # A no-op with --timings: phases and the staleness check measured, the trace left as it was.
     outcome = json.loads(run_kbuild(*build_args(kernel_copy, "--timings", "--json")).stdout)
     timings = outcome["timings"]

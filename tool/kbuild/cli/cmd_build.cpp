@@ -58,7 +58,9 @@ void print_timings(exec::Reporter& reporter, const usecase::BuildOutcome& outcom
                             milliseconds(outcome.summary.staleness_seconds), outcome.summary.files_checked));
   for (const auto& job : outcome.slowest_jobs)
     reporter.info(
-        fmt::format("  {:>9}  {}{}", job_seconds(job.seconds), job.description, job.cache_hit ? "  (from cache)" : ""));
+        fmt::format("  {:>9}  {:>9}  {}{}", job_seconds(job.seconds),
+                    job.peak_rss_kib ? fmt::format("{:.0f} MiB", static_cast<double>(job.peak_rss_kib) / 1024.0) : "-",
+                    job.description, job.cache_hit ? "  (from cache)" : ""));
   if (!outcome.trace.empty())
     reporter.info("kbuild: trace of this build: " + outcome.trace.string() +
                   " (open it in ui.perfetto.dev or chrome://tracing)");
@@ -67,7 +69,14 @@ void print_timings(exec::Reporter& reporter, const usecase::BuildOutcome& outcom
 nlohmann::ordered_json timings_json(const usecase::BuildOutcome& outcome) {
   nlohmann::ordered_json phases = nlohmann::ordered_json::array();
   for (const auto& phase : outcome.phases) phases.push_back({{"name", phase.name}, {"seconds", phase.seconds}});
+  nlohmann::ordered_json slowest = nlohmann::ordered_json::array();
+  for (const auto& job : outcome.slowest_jobs)
+    slowest.push_back({{"job", job.description},
+                       {"seconds", job.seconds},
+                       {"cache_hit", job.cache_hit},
+                       {"peak_rss_mib", static_cast<double>(job.peak_rss_kib) / 1024.0}});
   return {{"phases", phases},
+          {"slowest_jobs", slowest},
           {"staleness_seconds", outcome.summary.staleness_seconds},
           {"files_checked", outcome.summary.files_checked},
           {"trace", outcome.trace.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(outcome.trace.string())}};

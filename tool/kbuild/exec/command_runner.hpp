@@ -17,6 +17,9 @@ struct CommandResult {
   int exit_code = 0;   ///< 128 + signal when killed
   std::string output;  ///< stdout and stderr, interleaved as written
   double seconds = 0;
+  /// The largest resident set of the command or any process it waited for (wait4's ru_maxrss:
+  /// nvcc's cicc and ptxas included), in KiB; 0 when unknown.
+  std::uint64_t peak_rss_kib = 0;
 };
 
 class CommandRunner {

@@ -176,6 +176,7 @@ class Run {
     outcome.exit_code = result.exit_code;
     outcome.output = std::move(result.output);
     outcome.seconds = result.seconds;
+    outcome.peak_rss_kib = result.peak_rss_kib;
     outcome.success = result.exit_code == 0;
     if (outcome.success && job.temp_output) {
       if (auto renamed = m_s.fs.rename(*job.temp_output, job.outputs.front()); !renamed) {
@@ -248,8 +249,8 @@ class Run {
     const auto [start, lane] = started->second;
     m_started_at.erase(started);
     m_lane_busy[lane] = false;
-    m_summary.timings.push_back(
-        {index, start, m_s.clock.seconds_since(m_run_start) - start, lane, outcome.cache_hit, outcome.success});
+    m_summary.timings.push_back({index, start, m_s.clock.seconds_since(m_run_start) - start, lane, outcome.cache_hit,
+                                 outcome.success, outcome.peak_rss_kib});
   }
 
   // A link that fails on objects restored from the compile cache may have been handed an entry the

@@ -48,6 +48,7 @@ struct JobTiming {
   size_t lane = 0;     ///< the -j slot it held (0-based): lanes of a trace never overlap
   bool cache_hit = false;
   bool success = true;
+  std::uint64_t peak_rss_kib = 0;  ///< the command's peak memory (0: in-process job or cache hit)
 };
 
 struct ExecSummary {

@@ -29,6 +29,7 @@ struct JobOutcome {
   std::string output;  ///< compiler output (warnings or errors)
   std::string error;   ///< for in-process jobs: the error message
   double seconds = 0;
+  std::uint64_t peak_rss_kib = 0;  ///< for commands: CommandResult::peak_rss_kib
 };
 
 class Reporter {

@@ -2,6 +2,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,10 +26,13 @@ double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-int reap(int pid) {
+// The exit code, and in `peak_rss_kib` the largest resident set of the child and of what it waited for.
+int reap(int pid, std::uint64_t* peak_rss_kib = nullptr) {
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  struct rusage usage {};
+  while (::wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {
   }
+  if (peak_rss_kib) *peak_rss_kib = static_cast<std::uint64_t>(usage.ru_maxrss);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
@@ -168,7 +172,8 @@ std::optional<CommandResult> SubprocessRunner::wait() {
       if (n < 0 && errno == EINTR) continue;
       // EOF: the child closed its output; reap it.
       ::close(child.fd);
-      CommandResult result{child.token, reap(child.pid), std::move(child.output), now_seconds() - child.started};
+      CommandResult result{child.token, 0, std::move(child.output), now_seconds() - child.started, 0};
+      result.exit_code = reap(child.pid, &result.peak_rss_kib);
       tell_guardian(-child.pid);
       m_children.erase(m_children.begin() + static_cast<std::ptrdiff_t>(i));
       return result;

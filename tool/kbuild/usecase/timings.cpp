@@ -41,15 +41,18 @@ std::string chrome_trace(const plan::JobGraph& graph, const exec::ExecSummary& s
                       {"tid", 0}});
   for (const auto& timing : summary.timings) {
     const plan::Job& job = graph.jobs.at(timing.job);
-    events.push_back(
-        {{"name", job.description},
-         {"cat", plan::to_string(job.kind)},
-         {"ph", "X"},
-         {"ts", microseconds(jobs_start + timing.start)},
-         {"dur", microseconds(timing.seconds)},
-         {"pid", 1},
-         {"tid", timing.lane + 1},
-         {"args", {{"variant", job.variant}, {"cache_hit", timing.cache_hit}, {"success", timing.success}}}});
+    events.push_back({{"name", job.description},
+                      {"cat", plan::to_string(job.kind)},
+                      {"ph", "X"},
+                      {"ts", microseconds(jobs_start + timing.start)},
+                      {"dur", microseconds(timing.seconds)},
+                      {"pid", 1},
+                      {"tid", timing.lane + 1},
+                      {"args",
+                       {{"variant", job.variant},
+                        {"cache_hit", timing.cache_hit},
+                        {"success", timing.success},
+                        {"peak_rss_mib", static_cast<double>(timing.peak_rss_kib) / 1024.0}}}});
   }
   nlohmann::ordered_json trace = {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
   return trace.dump(1) + "\n";
@@ -63,7 +66,7 @@ std::vector<JobTime> slowest_jobs(const plan::JobGraph& graph, const exec::ExecS
   if (timings.size() > count) timings.resize(count);
   std::vector<JobTime> jobs;
   for (const auto& timing : timings)
-    jobs.push_back({graph.jobs.at(timing.job).description, timing.seconds, timing.cache_hit});
+    jobs.push_back({graph.jobs.at(timing.job).description, timing.seconds, timing.cache_hit, timing.peak_rss_kib});
   return jobs;
 }
 

@@ -47,6 +47,7 @@ struct JobTime {
   std::string description;  ///< the job's progress line
   double seconds = 0;
   bool cache_hit = false;
+  std::uint64_t peak_rss_kib = 0;
 };
 
 /// The `count` longest jobs, longest first (ties by graph order).
