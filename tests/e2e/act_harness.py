@@ -75,15 +75,17 @@ class ActRunner:
             (USER_CACHE / shared).mkdir(parents=True, exist_ok=True)
             (kbuild_cache / shared).symlink_to(USER_CACHE / shared)
 
-    def run(self, workflow: Path, ref="refs/heads/main", variables=None, secrets=None, env=None, timeout=1200):
-        """act for a push of `ref` at the repository's HEAD; returns (CompletedProcess, job results, step
-        output lines) where job results map act's job label to "succeeded"/"failed"."""
+    def run(self, workflow: Path, ref="refs/heads/main", variables=None, secrets=None, env=None, timeout=1200,
+            event_name="push"):
+        """act for a push (or another `event_name`) of `ref` at the repository's HEAD; returns
+        (CompletedProcess, job results, step output lines, artifacts directory) where job results map
+        act's job label to "succeeded"/"failed"."""
         self.runs += 1
         artifacts = self.root / f"artifacts-{self.runs}"
         artifacts.mkdir()
         event = self.root / f"event-{self.runs}.json"
         event.write_text(json.dumps({"ref": ref}))
-        command = [str(ACT), "push", "-e", str(event), "-W", str(workflow), "-P", "ubuntu-24.04=-self-hosted",
+        command = [str(ACT), event_name, "-e", str(event), "-W", str(workflow), "-P", "ubuntu-24.04=-self-hosted",
                    "--action-cache-path", str(self.root / "act"), "--no-cache-server", "--concurrent-jobs", "2",
                    "--no-skip-checkout",  # else act copies its working directory instead of checking out
                    *stand_in_arguments(workflow.read_text())]

@@ -43,7 +43,9 @@ def dist(tmp_path_factory):
     wheel = Path(result.stdout.strip().splitlines()[-1])
     assert wheel.is_file(), result.stdout
     # Progress: one line per step, and where the build's output went.
-    assert re.search(r"wheel: building the sdist, then kbuild from it \(log: \S+\)", result.stderr), result.stderr
+    assert re.search(r"wheel: building the sdist \(log: \S+\)", result.stderr), result.stderr
+    assert re.search(r"wheel: (building kbuild from kbuild-\S+\.tar\.gz \(log: \S+\)|kbuild built from this sdist "
+                     r"before: \S+ \(sha256 checked\))", result.stderr), result.stderr
     sdists = list(out.glob("kbuild-*.tar.gz"))
     assert len(sdists) == 1, sorted(out.iterdir())
     return {"wheel": wheel, "sdist": sdists[0], "dir": out, "log": result.stderr}
