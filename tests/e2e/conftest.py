@@ -49,8 +49,14 @@ def build_args(kernel_dir, *extra):
     return ["build", kernel_dir, "--python", PYTHON, *extra]
 
 
+# Commits made by the tests carry a fixed date, so that copies of one kernel committed in different
+# seconds are the same commit (as the checkouts of one commit on several CI runners are).
+FIXED_GIT_DATE = "2026-01-01T00:00:00+0000"
+
+
 def git(*args, cwd):
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+    env = dict(os.environ, GIT_AUTHOR_DATE=FIXED_GIT_DATE, GIT_COMMITTER_DATE=FIXED_GIT_DATE)
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True, env=env).stdout.strip()
 
 
 def copy_kernel(destination: Path, source: Path = IMG2GRAY, init_git: bool = True) -> Path:
