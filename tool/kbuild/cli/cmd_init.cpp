@@ -73,7 +73,7 @@ Result<InitOptions> kernel_builder_spellings(InitOptions options) {
   if (auto slash = options.name.find('/'); slash != std::string::npos) {
     if (options.repo_id.empty()) {
       options.repo_id = options.name;
-      options.owner_from_name = true;
+      options.owner_from_name = options.name_option.empty();  // --name OWNER/NAME says so itself
     }
     options.name = options.name.substr(slash + 1);
   }
