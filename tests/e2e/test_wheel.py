@@ -151,7 +151,6 @@ def test_pip_uv_and_pipx_install_kbuild_from_an_index(index, tmp_path):
         seconds = time.monotonic() - start
         assert result.returncode == 0, (installer, result.stdout + result.stderr)
         assert seconds < 60, (installer, seconds)
-        version = run_installed(kbuild)
         version = run_installed(kbuild, "--version")
         assert version.returncode == 0 and f"kbuild {VERSION}" in version.stdout, (installer, version)
         assert f"(commit {head[:12]}" in version.stdout, version.stdout

@@ -43,10 +43,9 @@ std::optional<Error> kernel_builder_command_error(int argc, char** argv) {
   const std::string word = argv[1];
   for (const auto& entry : kernel_builder_commands()) {
     if (entry.alias || word != entry.theirs) continue;
-    std::vector<std::string> directories;
-    for (int i = 2; i < argc; ++i)
-      if (argv[i][0] != '-') directories.push_back(argv[i]);
-    std::string dir = directories.empty() ? "." : directories.front();
+    int first = 2;  // the first word that is not an option names the directory
+    while (first < argc && argv[first][0] == '-') ++first;
+    const std::string dir = first < argc ? argv[first] : ".";
     return Error{ExitCode::usage,
                  "`" + word + "` is kernel-builder's command; in kbuild it is `kbuild " + entry.command + "`",
                  "kbuild " + util::replace_all(entry.ours, "DIR", dir)};
