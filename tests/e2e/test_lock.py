@@ -213,6 +213,16 @@ def test_kernel_dependencies_are_locked_recursively_and_cycles_refused(hub, rele
     assert not (cyclic / "kernels.lock").exists()
     assert "Cyclic kernel dependency" in kernels_cli(hub, home, "lock", cyclic).stderr  # the same verdict
 
+    # A dependency's metadata names a commit the Hub does not have: the kernel's fault, named.
+    gone = "0" * 40
+    publish_depending_on("uses-gone", [{"repo-id": releases["repo"], "revision": gone}])
+    dangling = project(tmp_path / "dangling", f'"{ORG}/uses-gone" = 1')
+    result = kbuild(hub, home, "lock", dangling, check=False)
+    assert result.returncode == 1, result.stderr
+    assert f"{releases['repo']}@{gone} (commit {gone}) not found on the Hub" in result.stderr
+    assert f"(required by {ORG}/uses-gone@1)" in result.stderr
+    assert not (dangling / "kernels.lock").exists()
+
 
 def test_untrusted_publishers_and_registry_changes_without_restart(hub, built_kernel, tmp_path):
     home = tmp_path / "home"
@@ -251,6 +261,18 @@ def test_errors_users_hit(hub, releases, built_kernel, tmp_path):
     assert malformed.returncode == 2
     assert f"{bad / 'pyproject.toml'}:5:" in malformed.stderr and ":6:1: error:" in malformed.stderr
     assert "(2 errors)" in malformed.stderr
+    # Every dependency that cannot be locked, in one run.
+    both = project(tmp_path / "both", f'"{ORG}/no-such-kernel" = 1\n"{releases["repo"]}" = 7')
+    result = kbuild(hub, home, "lock", both, check=False)
+    assert result.returncode == 1 and "2 kernel dependencies could not be locked" in result.stderr
+    assert "repository not found" in result.stderr and "version 7 of" in result.stderr
+    # kbuild's documented limit on pyproject.toml's shape (docs/lock.md, "Limits"), named with its place.
+    deep = project(tmp_path / "deep", f'"{releases["repo"]}" = 1')
+    (deep / "pyproject.toml").write_text((deep / "pyproject.toml").read_text() + "[tool.other]\nx = " +
+                                         "[" * 65 + "]" * 65 + "\n")
+    refused = kbuild(hub, home, "lock", deep, check=False)
+    assert refused.returncode == 2 and "nested more than 64 deep" in refused.stderr
+    assert f"{deep / 'pyproject.toml'}:7:69: error:" in refused.stderr
 
     # No network: exit 4 in seconds, the existing lock untouched, no temporary file left behind.
     app = project(tmp_path / "offline", f'"{releases["repo"]}" = 1')

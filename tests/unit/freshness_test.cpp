@@ -50,6 +50,15 @@ TEST_F(BuildFixture, AFinishedBuildIsCurrentAndAnEditMakesItStale) {
   EXPECT_EQ(judge(*this).reason, "build/" + k_cpu + "/__init__.py was modified after the build");
 }
 
+TEST_F(BuildFixture, AnEditThatWasRevertedIsNoChange) {
+  ASSERT_TRUE(usecase::build(request(), services));
+  const std::string original = *fs.read_file("/k/relu_cpu/relu.cpp");
+  fs.put("/k/relu_cpu/relu.cpp", "// cpu, edited");
+  EXPECT_EQ(judge(*this).state, State::stale);
+  fs.put("/k/relu_cpu/relu.cpp", original);  // same bytes, a newer mtime
+  EXPECT_EQ(judge(*this).state, State::current) << judge(*this).reason;
+}
+
 TEST_F(BuildFixture, AFailedBuildLeavesTheVariantStaleEvenIfTheOldLibraryIsThere) {
   ASSERT_TRUE(usecase::build(request(), services));
   // The compiler now fails on the edited source: build/ still holds the last good library.

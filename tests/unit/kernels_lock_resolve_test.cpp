@@ -85,15 +85,22 @@ class FakeIndex final : public KernelIndex {
   fakes::MemFileSystem* fs = nullptr;
 
  private:
+  // What HubClient returns for the Hub's 404 (RepoNotFound, RevisionNotFound).
+  static Error hub_404(std::string message) {
+    Error error{ExitCode::network, std::move(message), ""};
+    error.kind = ErrorKind::http;
+    error.http_status = 404;
+    return error;
+  }
   Result<FakeRepo*> find(const std::string& repo_id) {
     auto it = repos.find(repo_id);
-    if (it == repos.end()) return fail("repository not found: " + repo_id, "", ExitCode::network);
+    if (it == repos.end()) return fail(hub_404("repository not found: " + repo_id));
     return &it->second;
   }
   Result<const std::map<std::string, std::string>*> at(const std::string& repo_id, const std::string& commit) {
     KB_TRY_ASSIGN(auto* repo, find(repo_id));
     auto it = repo->files.find(commit);
-    if (it == repo->files.end()) return fail("revision not found: " + commit, "", ExitCode::network);
+    if (it == repo->files.end()) return fail(hub_404("revision not found: " + commit));
     return &it->second;
   }
 };
@@ -224,13 +231,46 @@ TEST(LockResolver, FollowsKernelDependenciesAndRefusesCycles) {
   EXPECT_EQ(cycle.error().message, "cyclic kernel dependency: org/a@1 -> org/k@2 -> org/a@1");
 }
 
+TEST(LockResolver, AMissingTransitiveCommitNamesTheKernelThatRequiredIt) {
+  FakeIndex index = sample_index();
+  FakeRepo& a = index.repos["org/a"];
+  a.refs.branches = {{"v1", commit_id('d')}};
+  std::string gone = commit_id('9');
+  a.files[commit_id('d')] = variant_files(k_cpu, R"([{"repo-id":"org/k","revision":")" + gone + R"("}])");
+  auto outcome = resolve_lock({requirement("org/a", MajorSpec{1})}, {}, {}, index);
+  ASSERT_FALSE(outcome);
+  EXPECT_EQ(outcome.error().code, ExitCode::failure);  // the dependency's fault: no retry helps
+  EXPECT_EQ(outcome.error().message, "org/k@" + gone + " (commit " + gone +
+                                         ") not found on the Hub: revision not found: " + gone +
+                                         " (required by org/a@1)");
+  EXPECT_NE(outcome.error().hint.find("org/a@1"), std::string::npos) << outcome.error().hint;
+}
+
+TEST(LockResolver, ReportsEveryDependencyThatCannotBeLockedInOneRun) {
+  FakeIndex index = sample_index();
+  auto outcome = resolve_lock(
+      {requirement("org/k", MajorSpec{7}), requirement("org/k", MajorSpec{1}), requirement("org/none", MajorSpec{1})},
+      {}, {}, index);
+  ASSERT_FALSE(outcome);
+  const std::string& message = outcome.error().message;
+  EXPECT_TRUE(message.starts_with("2 kernel dependencies could not be locked:")) << message;
+  EXPECT_NE(message.find("version 7 of org/k not found"), std::string::npos) << message;
+  EXPECT_NE(message.find("  - repository not found: org/none"), std::string::npos) << message;
+  EXPECT_NE(message.find("hint: available versions: 1, 2"), std::string::npos) << message;
+  EXPECT_EQ(outcome.error().code, ExitCode::failure);  // one of them is not the network's
+}
+
 TEST(LockResolver, KeepsLockedCommitsUntilUpgraded) {
   FakeIndex index = sample_index();
   std::vector<LockEntry> existing = {{{"org/k", std::uint64_t{1}}, commit_id('a')},
                                      {{"org/k", std::string("v1.2.0")}, commit_id('b')}};
   std::vector<Requirement> requirements = {requirement("org/k", MajorSpec{1}), requirement("org/k", bounds("^1.1"))};
-  auto kept = resolve_lock(requirements, existing, {}, index);
+  std::vector<std::string> warnings;
+  LockOptions keep;
+  keep.warn = [&](const std::string& line) { warnings.push_back(line); };
+  auto kept = resolve_lock(requirements, existing, keep, index);
   ASSERT_TRUE(kept) << kept.error().message;
+  EXPECT_EQ(warnings, std::vector<std::string>{"using version 1 of org/k, but version 2 is available"});
   EXPECT_EQ(kept->dependencies[0].entry.commit, commit_id('a'));
   EXPECT_TRUE(kept->dependencies[0].kept);
   EXPECT_EQ(kept->dependencies[1].entry.dependency.revision(), "v1.2.0");  // still satisfies ^1.1

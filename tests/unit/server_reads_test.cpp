@@ -123,6 +123,16 @@ TEST_F(RouterTest, OrganizationCountsLeavePrivateReposToThoseWhoMaySeeThem) {
   EXPECT_EQ(kernels(k_alice), 2);  // a member, who may read the private one
 }
 
+TEST_F(RouterTest, OrganizationNamesAreCaseInsensitiveLikeRepoIds) {
+  ASSERT_EQ(call("POST", "/api/repos/create", R"({"name":"relu","organization":"org","type":"kernel"})").status, 200);
+  auto overview = call("GET", "/api/organizations/Org/overview", "", "");
+  ASSERT_EQ(overview.status, 200) << overview.body;
+  EXPECT_EQ(json(overview)["name"], "org");  // the configured spelling
+  EXPECT_EQ(json(overview)["numKernels"], 1);
+  EXPECT_EQ(json(overview)["trustedKernelPublisher"], true);
+  EXPECT_EQ(call("GET", "/api/organizations/ALICE/overview").status, 404);  // still a user
+}
+
 TEST_F(RouterTest, RepoIdsAreCaseInsensitiveAndKeepTheirSpelling) {
   create("MyKernel");
   auto info = call("GET", "/api/models/ALICE/mykernel");

@@ -26,6 +26,19 @@ std::vector<std::uint64_t> version_branches(const hub::Refs& refs) {
   return out;
 }
 
+// Several dependencies' errors as one: each message with its hint; exit 4 only when each was the
+// network's (a retry may fix all of them), else 1.
+Error combined_error(const std::vector<Error>& errors) {
+  Error out{ExitCode::network, std::to_string(errors.size()) + " kernel dependencies could not be locked:",
+            "fix each one above, then run "
+            "kbuild lock again (nothing was written)"};
+  for (const auto& error : errors) {
+    out.message += "\n  - " + error.message + (error.hint.empty() ? "" : "\n    hint: " + error.hint);
+    if (error.code != ExitCode::network) out.code = ExitCode::failure;
+  }
+  return out;
+}
+
 std::string list_or_none(const std::vector<std::string>& items) {
   return items.empty() ? "none" : util::join(items, ", ");
 }
@@ -38,6 +51,7 @@ class Resolver {
   }
 
   Result<void> lock_requirement(const Requirement& requirement) {
+    m_stack.clear();  // an earlier requirement that failed may have left its path
     const std::string& repo = requirement.repo_id;
     std::string requested = describe(requirement.spec);
     if (auto* major = std::get_if<MajorSpec>(&requirement.spec)) {
@@ -124,6 +138,12 @@ class Resolver {
     return &it->second;
   }
 
+  void notice_newer_major(const Dependency& dep, const std::vector<std::uint64_t>& majors) const {
+    if (!majors.empty() && majors.back() > dep.major() && m_options.warn)
+      m_options.warn("using version " + std::to_string(dep.major()) + " of " + dep.repo_id + ", but version " +
+                     std::to_string(majors.back()) + " is available");
+  }
+
   // The commit a dependency resolves to now (kept or fresh), and where it came from.
   Result<std::pair<std::string, std::string>> commit_of(const Dependency& dep, bool& kept) {
     kept = false;
@@ -131,6 +151,10 @@ class Resolver {
     if (may_keep(dep.repo_id))
       if (auto it = m_existing.find(dep); it != m_existing.end()) {
         kept = true;
+        // A kept major still hears of a newer one, as `kernels` says it; the notice is best effort
+        // (refs that cannot be read change nothing about the kept commit).
+        if (dep.is_major())
+          if (auto refs = refs_of(dep.repo_id)) notice_newer_major(dep, version_branches(**refs));
         return std::pair(it->second, std::string("kernels.lock"));
       }
     if (!dep.is_major() && is_commit_id(dep.revision()))  // kernels writes commit ids in lowercase
@@ -147,9 +171,7 @@ class Resolver {
                                      "available versions: " + list_or_none(names) +
                                          (names.empty() ? " (no branch vN; was the kernel published?)" : "")));
       }
-      if (!majors.empty() && majors.back() > dep.major() && m_options.warn)
-        m_options.warn("using version " + std::to_string(dep.major()) + " of " + dep.repo_id + ", but version " +
-                       std::to_string(majors.back()) + " is available");
+      notice_newer_major(dep, majors);
       return std::pair(it->second, "branch " + branch);
     }
     if (auto it = refs->branches.find(dep.revision()); it != refs->branches.end())
@@ -177,42 +199,14 @@ class Resolver {
                                    "a kernel cannot depend on itself, directly or through others"));
     }
     bool kept = false;
-    KB_TRY_ASSIGN(auto resolved, commit_of(dep, kept));  // before trust: a missing repo is "not found"
-    KB_TRY(check_trust(dep.repo_id));
-    auto [commit, source] = resolved;
+    auto resolved = commit_of(dep, kept);  // before trust: a missing repo is "not found"
+    if (!resolved) return fail(required(resolved.error(), dep, required_by));
+    if (auto trusted = check_trust(dep.repo_id); !trusted) return fail(required(trusted.error(), dep, required_by));
+    auto [commit, source] = *resolved;
     progress("locking " + dep.str() + " at " + commit.substr(0, 12) + " (" + source + ")");
     m_stack.push_back(dep);
-    KB_TRY_ASSIGN(auto names, m_index.variant_dirs(dep.repo_id, commit));
-    std::sort(names.begin(), names.end());
-    std::vector<std::string> variants;
-    for (const auto& name : names) {
-      if (!parse_loader_variant(name)) {
-        if (m_options.warn)
-          m_options.warn(dep.repo_id + " (revision " + commit + ") contains an invalid build variant \"" + name +
-                         "\"; ignored");
-        continue;
-      }
-      variants.push_back(name);
-      std::string path = "build/" + name + "/metadata.json";
-      KB_TRY_ASSIGN(std::string text, m_index.read_file(dep.repo_id, commit, path));
-      auto metadata = layout::Metadata::parse(text);
-      if (!metadata)
-        return fail(resolution_error(
-            dep.repo_id + "@" + commit.substr(0, 12) + ": " + path + " is invalid: " + metadata.error().message,
-            "the kernel's publisher has to fix this build"));
-      for (const auto& kd : metadata->kernel_depends) {
-        Dependency child{kd.repo_id,
-                         kd.version ? std::variant<std::uint64_t, std::string>(static_cast<std::uint64_t>(*kd.version))
-                                    : std::variant<std::uint64_t, std::string>(*kd.revision)};
-        KB_TRY(lock_dependency(child, child.str(), dep.str()));
-      }
-    }
+    KB_TRY_ASSIGN(auto variants, lock_variants(dep, commit, source, required_by));
     m_stack.pop_back();
-    if (variants.empty())
-      return fail(resolution_error(dep.repo_id + "@" + commit.substr(0, 12) + " (" + source +
-                                       ") holds no build variant (no build/<variant>/ directory)",
-                                   "the kernels loader would find nothing to load there; lock a version that was "
-                                   "published with its build/ (kbuild publish)"));
     ResolvedDependency out;
     out.entry = {dep, commit};
     out.requested = requested;
@@ -222,6 +216,64 @@ class Resolver {
     out.required_by = {required_by};
     m_locked.emplace(dep, std::move(out));
     return {};
+  }
+
+  // `error`, met while locking `dep`, naming the kernel that required it (a transitive dependency is
+  // not in the user's pyproject.toml, so the user could not tell where it came from).
+  static Error required(Error error, const Dependency& dep, const std::string& required_by) {
+    if (required_by != "pyproject.toml") {
+      error.message += " (required by " + required_by + ")";
+      if (error.hint.empty()) error.hint = "the kernel " + required_by + " needs a new release that names " + dep.str();
+    }
+    return error;
+  }
+
+  // The valid variant names of `dep` at `commit`, after locking what each variant's metadata requires.
+  // Its own errors name `required_by`; a dependency's errors name their own.
+  Result<std::vector<std::string>> lock_variants(const Dependency& dep, const std::string& commit,
+                                                 const std::string& source, const std::string& required_by) {
+    // A 404 here, once the repository's refs or the spec named this commit, means the commit (or a
+    // file of it) does not exist: the dependency's fault, which no retry fixes (exit 1, not 4).
+    auto mine = [&](Error error) {
+      if (error.kind == ErrorKind::http && error.http_status == 404) {
+        error.code = ExitCode::failure;
+        error.message = dep.str() + " (commit " + commit + ") not found on the Hub: " + error.message;
+      }
+      return fail(required(std::move(error), dep, required_by));
+    };
+    auto names = m_index.variant_dirs(dep.repo_id, commit);
+    if (!names) return mine(names.error());
+    std::sort(names->begin(), names->end());
+    std::vector<std::string> variants;
+    for (const auto& name : *names) {
+      if (!parse_loader_variant(name)) {
+        if (m_options.warn)
+          m_options.warn(dep.repo_id + " (revision " + commit + ") contains an invalid build variant \"" + name +
+                         "\"; ignored");
+        continue;
+      }
+      variants.push_back(name);
+      std::string path = "build/" + name + "/metadata.json";
+      auto text = m_index.read_file(dep.repo_id, commit, path);
+      if (!text) return mine(text.error());
+      auto metadata = layout::Metadata::parse(*text);
+      if (!metadata)
+        return mine(resolution_error(
+            dep.repo_id + "@" + commit.substr(0, 12) + ": " + path + " is invalid: " + metadata.error().message,
+            "the kernel's publisher has to fix this build"));
+      for (const auto& kd : metadata->kernel_depends) {
+        Dependency child{kd.repo_id,
+                         kd.version ? std::variant<std::uint64_t, std::string>(static_cast<std::uint64_t>(*kd.version))
+                                    : std::variant<std::uint64_t, std::string>(*kd.revision)};
+        KB_TRY(lock_dependency(child, child.str(), dep.str()));
+      }
+    }
+    if (variants.empty())
+      return mine(resolution_error(dep.repo_id + "@" + commit.substr(0, 12) + " (" + source +
+                                       ") holds no build variant (no build/<variant>/ directory)",
+                                   "the kernels loader would find nothing to load there; lock a version that was "
+                                   "published with its build/ (kbuild publish)"));
+    return variants;
   }
 
   const LockOptions& m_options;
@@ -239,7 +291,12 @@ class Resolver {
 Result<LockOutcome> resolve_lock(const std::vector<Requirement>& requirements, const std::vector<LockEntry>& existing,
                                  const LockOptions& options, KernelIndex& index) {
   Resolver resolver(existing, options, index);
-  for (const auto& requirement : requirements) KB_TRY(resolver.lock_requirement(requirement));
+  // Every requirement is tried, so that one run reports every dependency that cannot be locked.
+  std::vector<Error> errors;
+  for (const auto& requirement : requirements)
+    if (auto locked = resolver.lock_requirement(requirement); !locked) errors.push_back(locked.error());
+  if (errors.size() == 1) return fail(errors.front());
+  if (!errors.empty()) return fail(combined_error(errors));
   LockOutcome outcome;
   outcome.dependencies = resolver.take();
   std::vector<LockEntry> entries;

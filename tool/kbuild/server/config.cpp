@@ -29,6 +29,16 @@ namespace kbuild::server {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// Names in URLs are ASCII and, like repo ids on the Hub, compare without case ("Org" is "org").
+// Rights do not: a token's namespaces grant what their configured spelling names (may_write).
+bool same_namespace(std::string_view a, std::string_view b) {
+  return util::ascii_lowercase(a) == util::ascii_lowercase(b);
+}
+
+}  // namespace
+
 bool TokenEntry::may_write(std::string_view ns) const {
   return ns == user || std::find(namespaces.begin(), namespaces.end(), ns) != namespaces.end();
 }
@@ -47,12 +57,13 @@ const TokenEntry* Config::find_token(std::string_view token) const {
 
 std::optional<Organization> Config::find_organization(std::string_view name) const {
   for (const auto& organization : organizations)
-    if (organization.name == name) return organization;
-  bool is_user = std::any_of(tokens.begin(), tokens.end(), [&](const TokenEntry& t) { return t.user == name; });
+    if (same_namespace(organization.name, name)) return organization;
+  bool is_user =
+      std::any_of(tokens.begin(), tokens.end(), [&](const TokenEntry& t) { return same_namespace(t.user, name); });
   if (is_user) return std::nullopt;
   for (const auto& entry : tokens)
-    if (std::find(entry.namespaces.begin(), entry.namespaces.end(), name) != entry.namespaces.end())
-      return Organization{std::string(name), false};
+    for (const auto& ns : entry.namespaces)
+      if (same_namespace(ns, name)) return Organization{ns, false};
   return std::nullopt;
 }
 

@@ -67,7 +67,8 @@ struct TokenEntry {
   std::string token;
   std::string user;
   std::vector<std::string> namespaces;  ///< beyond `user`
-  /// Whether this token may create repos in, and commit to, namespace `ns`.
+  /// Whether this token may create repos in, and commit to, namespace `ns` (exactly as configured:
+  /// the repository's own spelling decides, never the URL's).
   bool may_write(std::string_view ns) const;
 };
 
@@ -100,7 +101,8 @@ struct Config {
 
   /// The entry whose token equals `token` (compared in constant time), or nullptr.
   const TokenEntry* find_token(std::string_view token) const;
-  /// A declared organisation, or an implied one (see above) with trusted_kernel_publisher false.
+  /// A declared organisation, or an implied one (see above) with trusted_kernel_publisher false;
+  /// `name` compares without case and the result carries the configured spelling.
   std::optional<Organization> find_organization(std::string_view name) const;
   /// Organisations `entry` belongs to: its `namespaces`, in order.
   std::vector<std::string> organizations_of(const TokenEntry& entry) const;

@@ -2,6 +2,7 @@
 // create/delete, organisation overview, repo info, and the Xet token refusals.
 
 #include "kbuild/server/handlers.hpp"
+#include "kbuild/util/strings.hpp"
 
 namespace kbuild::server {
 
@@ -26,15 +27,15 @@ Outcome<Reply> Handlers::agent_harnesses(const Match&) {
 }
 
 Outcome<Reply> Handlers::organization(const Match& m) {
-  const std::string& name = m.name;
-  auto organization = m_config.find_organization(name);
-  if (!organization) return not_found("Organization " + name + " not found");
+  auto organization = m_config.find_organization(m.name);
+  if (!organization) return not_found("Organization " + m.name + " not found");
+  const std::string& name = organization->name;
   // Private repos count only for those who may see them (find_visible's rule): an anonymous count
   // that grows would tell that a private repo was created.
   KB_TRY_ASSIGN(auto counts, lift(m_store.count_repos(name, m_c.token && m_c.token->may_write(name))));
   std::int64_t members = 0;
   for (const auto& token : m_config.tokens)
-    if (token.user != name && token.may_write(name)) ++members;
+    if (util::ascii_lowercase(token.user) != util::ascii_lowercase(name) && token.may_write(name)) ++members;
   Json body = {{"name", name},
                {"fullname", name},
                {"avatarUrl", ""},

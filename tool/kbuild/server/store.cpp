@@ -175,9 +175,10 @@ Result<bool> Store::delete_repo(std::int64_t key) {
 
 Result<std::map<RepoType, std::int64_t>> Store::count_repos(std::string_view ns, bool include_private) {
   std::lock_guard lock(m_mutex);
-  KB_TRY_ASSIGN(auto stmt, Statement::prepare(m_db,
-                                              "SELECT type, COUNT(*) FROM repos WHERE namespace = ?1 AND "
-                                              "(private = 0 OR ?2) GROUP BY type"));
+  KB_TRY_ASSIGN(auto stmt,
+                Statement::prepare(m_db,
+                                   "SELECT type, COUNT(*) FROM repos WHERE namespace = ?1 COLLATE NOCASE AND "
+                                   "(private = 0 OR ?2) GROUP BY type"));
   stmt.bind(1, ns).bind(2, static_cast<std::int64_t>(include_private));
   std::map<RepoType, std::int64_t> counts;
   while (true) {

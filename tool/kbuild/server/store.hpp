@@ -202,7 +202,8 @@ class Store {
   /// Deletes the repo with this database key (Repo::key) and what belongs to it.
   Result<bool> delete_repo(std::int64_t key);
   /// Number of repos per type in a namespace (for organisation overviews).
-  /// Repos of `ns` by type; private ones only with `include_private` (a caller who may see them).
+  /// Repos of `ns` (compared without case) by type; private ones only with `include_private` (a
+  /// caller who may see them).
   Result<std::map<RepoType, std::int64_t>> count_repos(std::string_view ns, bool include_private);
 
   // --- refs ---

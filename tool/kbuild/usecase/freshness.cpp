@@ -23,8 +23,10 @@ std::string shown(const std::string& path, const fs::path& kernel_dir) {
   return !rel.empty() && !rel.string().starts_with("..") ? rel.string() : normal.string();
 }
 
-// Why a recorded job no longer matches its files, or an empty string.
-std::string record_mismatch(const exec::JobRecord& record, exec::StatCache& stats, const fs::path& kernel_dir) {
+// Why a recorded job no longer matches its files, or an empty string. `same_content` holds the kernel's
+// sources whose content is the last build's (an edit that was reverted): a new mtime alone is no change.
+std::string record_mismatch(const exec::JobRecord& record, exec::StatCache& stats, const fs::path& kernel_dir,
+                            const std::set<std::string>& same_content) {
   for (const auto& output : record.outputs) {
     const util::FileStat& st = stats.stat(output.path);
     if (!st.exists) return shown(output.path, kernel_dir) + " is missing";
@@ -34,14 +36,16 @@ std::string record_mismatch(const exec::JobRecord& record, exec::StatCache& stat
   for (const auto& input : record.inputs) {
     const util::FileStat& st = stats.stat(input.path);
     if (!st.exists) return shown(input.path, kernel_dir) + " is gone";
-    if (st.mtime_ns != input.mtime_ns || st.size != input.size)
+    if ((st.mtime_ns != input.mtime_ns || st.size != input.size) &&
+        !same_content.count(fs::path(input.path).lexically_normal().string()))
       return shown(input.path, kernel_dir) + " changed since the build";
   }
   return "";
 }
 
 VariantFreshness judge(const std::string& variant, const exec::BuildState& state, exec::StatCache& stats,
-                       const fs::path& kernel_dir, const std::string& sources_changed) {
+                       const fs::path& kernel_dir, const std::string& sources_changed,
+                       const std::set<std::string>& same_content) {
   VariantFreshness out{variant, VariantFreshness::State::stale, ""};
   const std::string prefix = variant + "/";
   const exec::JobRecord* install = state.find(prefix + "install");
@@ -60,7 +64,7 @@ VariantFreshness judge(const std::string& variant, const exec::BuildState& state
   }
   for (const auto& [id, record] : state.jobs()) {
     if (!id.starts_with(prefix)) continue;
-    if (std::string why = record_mismatch(record, stats, kernel_dir); !why.empty()) {
+    if (std::string why = record_mismatch(record, stats, kernel_dir, same_content); !why.empty()) {
       out.reason = why;
       return out;
     }
@@ -99,14 +103,17 @@ Result<std::vector<VariantFreshness>> variant_freshness(const util::FileSystem& 
   // The sources of the last build against those here now (a new header, an edit, build.toml).
   KB_TRY_ASSIGN(SourceManifest now, source_manifest(fs, kernel_dir, config));
   std::string sources_changed;
+  std::set<std::string> same_content;  // every source, when all hash as at the last build
   if (auto text = fs.read_file(kernel_dir / ".kbuild" / "sources")) {
     auto then = SourceManifest::parse(*text);
     sources_changed = then ? now.change_since(*then) : "the record of its sources is unreadable";
+    if (sources_changed.empty())
+      for (const auto& [rel, sha] : now.files) same_content.insert((kernel_dir / rel).lexically_normal().string());
   }
   exec::StatCache stats(fs);
   std::vector<VariantFreshness> out;
   for (const auto& variant : variants) {
-    out.push_back(judge(variant, state, stats, kernel_dir, sources_changed));
+    out.push_back(judge(variant, state, stats, kernel_dir, sources_changed, same_content));
     if (out.back().state == VariantFreshness::State::unknown) judge_by_ops_id(fs, kernel_dir, now.id, out.back());
   }
   return out;
