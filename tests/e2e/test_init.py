@@ -96,6 +96,16 @@ def test_a_cpu_only_project_builds_one_variant_and_its_tests_pass(tmp_path):
                              env=dict(os.environ, HF_TOKEN="hf_" + "x" * 30))
     assert placeholder.returncode == 2 and "init's placeholder \"your-org/cpu-relu\"" in placeholder.stderr
     assert "OWNER/cpu-relu" in placeholder.stderr
+    # One step fixes it: the repository id is not a build input, so the build stays current.
+    build_toml = project / "build.toml"
+    build_toml.write_text(build_toml.read_text().replace("your-org/cpu-relu", "alice/cpu-relu"))
+    checked = run_kbuild("check", project)
+    assert ": ok" in checked.stdout and "changed" not in checked.stdout + checked.stderr
+    # Publishing goes on to the Hub (none here: port 9 refuses), neither placeholder nor stale build said.
+    fixed = run_kbuild("publish", project, "--tag", "v1.0.0", "--dry-run", check=False,
+                       env=dict(os.environ, HF_TOKEN="hf_" + "x" * 30, HF_ENDPOINT="http://127.0.0.1:9"))
+    assert fixed.returncode == 4 and "alice/cpu-relu" in fixed.stderr, fixed.stderr
+    assert "placeholder" not in fixed.stderr and "changed" not in fixed.stderr
     refused = run_kbuild("init", "rocm-relu", "--backends", "cpu,rocm", cwd=tmp_path, check=False)
     assert refused.returncode == 2 and "not \"rocm\"" in refused.stderr and not (tmp_path / "rocm-relu").exists()
 

@@ -5,6 +5,7 @@
 
 #include "kbuild/usecase/freshness.hpp"
 #include "kbuild/usecase/kernel_source.hpp"
+#include "kbuild/util/strings.hpp"
 #include "support/build_fixture.hpp"
 
 using namespace kbuild;
@@ -57,6 +58,24 @@ TEST_F(BuildFixture, AnEditThatWasRevertedIsNoChange) {
   EXPECT_EQ(judge(*this).state, State::stale);
   fs.put("/k/relu_cpu/relu.cpp", original);  // same bytes, a newer mtime
   EXPECT_EQ(judge(*this).state, State::current) << judge(*this).reason;
+}
+
+TEST_F(BuildFixture, TheHubRepositoryCommentsAndLayoutOfBuildTomlAreNoBuildInput) {
+  ASSERT_TRUE(usecase::build(request(), services));
+  auto config = usecase::load_kernel(fs, "/k", {});
+  ASSERT_TRUE(config);
+  auto id = usecase::source_content_id(fs, "/k", *config).value();
+  std::string text = fakes::k_build_toml;
+  // What `kbuild init` leaves to fix before publishing, fixed; a comment; another layout.
+  fs.put("/k/build.toml", "# relu\n" + text + "\n[general.hub]\nrepo-id = \"alice/relu\"\n");
+  EXPECT_EQ(judge(*this).state, State::current) << judge(*this).reason;
+  EXPECT_EQ(usecase::source_content_id(fs, "/k", *config).value(), id);
+  fs.put("/k/build.toml", util::replace_all(text, "version = 1", "version    =   1"));
+  EXPECT_EQ(judge(*this).state, State::current) << judge(*this).reason;
+  // Any other value is a change.
+  fs.put("/k/build.toml", util::replace_all(text, "license = \"apache-2.0\"", "license = \"mit\""));
+  EXPECT_EQ(judge(*this).reason, "build.toml changed since the build");
+  EXPECT_NE(usecase::source_content_id(fs, "/k", *config).value(), id);
 }
 
 TEST_F(BuildFixture, AFailedBuildLeavesTheVariantStaleEvenIfTheOldLibraryIsThere) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <regex>
 #include <set>
+#include <sstream>
 
 #include "kbuild/util/strings.hpp"
 #include "kbuild/util/toml_parse.hpp"
@@ -322,6 +323,18 @@ ParseOutcome load_kernel_config(const util::FileSystem& fs, const std::filesyste
   for (auto& d : check_project_files(outcome, fs, root, file.string())) outcome.diagnostics.push_back(std::move(d));
   if (has_errors(outcome.diagnostics)) outcome.config.reset();
   return outcome;
+}
+
+std::string build_toml_input_text(std::string_view text) {
+  try {
+    toml::table table = util::parse_toml(text, "build.toml");
+    if (toml::table* general = table["general"].as_table()) general->erase("hub");
+    std::ostringstream out;
+    out << table;
+    return "kbuild-build-toml 1\n" + out.str();
+  } catch (const toml::parse_error&) {
+    return std::string(text);
+  }
 }
 
 }  // namespace kbuild::config

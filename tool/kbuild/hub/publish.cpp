@@ -177,8 +177,8 @@ Result<PublishTarget> validate(const util::FileSystem& fs, const config::KernelC
   if (!options.repo_id && repo_id.starts_with("your-org/"))  // what `kbuild init` writes without an owner
     return fail(usage("[general.hub] repo-id is still init's placeholder \"" + repo_id + "\"",
                       "set it to OWNER/" + repo_id.substr(9) +
-                          " in build.toml (`kbuild whoami` names your account), "
-                          "or pass --repo-id OWNER/NAME"));
+                          " in build.toml (`kbuild whoami` names your account; the repository is no build "
+                          "input, so nothing is rebuilt), or pass --repo-id OWNER/NAME"));
   if (!options.has_token && !options.dry_run)
     return fail(usage("no Hub token found", "set HF_TOKEN or log in with huggingface-cli login"));
   target.repo = {options.repo_type, repo_id};

@@ -7,6 +7,7 @@
 
 #include <fmt/core.h>
 
+#include "kbuild/config/build_toml.hpp"
 #include "kbuild/plan/reproducibility.hpp"
 #include "kbuild/util/git.hpp"
 #include "kbuild/util/hash.hpp"
@@ -241,9 +242,16 @@ Result<SourceManifest> source_manifest(const util::FileSystem& fs, const std::fi
   SourceManifest manifest;
   KB_TRY_ASSIGN(std::vector<std::string> files, build_input_files(fs, kernel_dir, config));
   util::Hasher hasher;
-  hasher.update("kbuild-source-id-v2\n");
+  hasher.update("kbuild-source-id-v3\n");
   for (const auto& rel : files) {
-    KB_TRY_ASSIGN(std::string digest, util::sha256_file_raw(fs, kernel_dir / rel));
+    std::string digest;
+    if (rel == "build.toml") {
+      KB_TRY_ASSIGN(std::string text, fs.read_file(kernel_dir / rel));
+      util::Hasher file_hasher;
+      digest = file_hasher.update(config::build_toml_input_text(text)).finish_raw();
+    } else {
+      KB_TRY_ASSIGN(digest, util::sha256_file_raw(fs, kernel_dir / rel));
+    }
     hasher.update(rel).update(std::string_view("\0", 1)).update(digest);
     manifest.files.emplace_back(rel, util::to_hex(digest));
   }
