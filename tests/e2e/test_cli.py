@@ -8,7 +8,7 @@ import pty
 import shutil
 import subprocess
 
-from conftest import IMG2GRAY, KBUILD, PYTHON, ROOT, build_args, run_kbuild
+from conftest import IMG2GRAY, KBUILD, PYTHON, ROOT, build_args, copy_kernel, run_kbuild
 
 
 def assert_usage_error(result, message, hint):
@@ -94,8 +94,17 @@ def test_completions_offer_option_values_and_the_kernels_variants(tmp_path):
     assert complete_in_bash("kbuild completions e") == ["elvish"]
     variants = complete_in_bash("kbuild build --variant torch211-cxx11-cp", cwd=IMG2GRAY)
     assert variants == ["torch211-cxx11-cpu-x86_64-linux"]
+    # The variants built in build/ come first: a local build's name the matrix does not list.
+    kernel = copy_kernel(tmp_path / "k", init_git=False)
+    (kernel / "build" / "torch210-cxx11-cpu-x86_64-linux").mkdir(parents=True)
+    assert complete_in_bash("kbuild test --variant torch210", cwd=kernel) == ["torch210-cxx11-cpu-x86_64-linux"]
+    names = run_kbuild("variants", "--names", kernel).stdout.split()
+    assert names[0] == "torch210-cxx11-cpu-x86_64-linux" and "torch211-cxx11-cpu-x86_64-linux" in names
+    # So do typo hints: build's names the built variant too, not only the matrix's.
+    typo = run_kbuild("build", kernel, "--variant", "torch210-cxx11-cpu-x86_64-linx", "--python", PYTHON, check=False)
+    assert typo.returncode == 2 and "did you mean torch210-cxx11-cpu-x86_64-linux?" in typo.stderr, typo.stderr
     fish = run_kbuild("completions", "fish").stdout
-    assert "-l backend -xa 'cpu cuda'" in fish and "kbuild variants --json" in fish
+    assert "-l backend -xa 'cpu cuda'" in fish and "kbuild variants --names" in fish
     elvish = shutil.which("elvish")
     assert elvish, "elvish is installed by scripts/bootstrap"
     script = tmp_path / "kbuild.elv"

@@ -107,3 +107,20 @@ TEST(LocalVariants, GeneralCudaBoundsApplyToTheLocalToolkitAsToTheMatrix) {
   ASSERT_TRUE(within);
   EXPECT_EQ(within->size(), 2u);
 }
+
+TEST(LocalVariants, AnUnknownVariantNameIsAnsweredWithEveryNameByWhereItComesFrom) {
+  const usecase::VariantNameGroups known = {{"built in build/", {"torch211-cxx11-cpu-x86_64-linux"}},
+                                            {"a local build here", {}},
+                                            {"the matrix", {"torch214-cxx11-cpu-x86_64-linux"}}};
+  EXPECT_FALSE(usecase::unknown_variant_error({"torch214-cxx11-cpu-x86_64-linux"}, known));
+  auto typo = usecase::unknown_variant_error({"torch211-cxx11-cpu-x86_64-linx"}, known);
+  ASSERT_TRUE(typo);
+  EXPECT_EQ(typo->code, ExitCode::usage);
+  EXPECT_EQ(typo->message, "unknown variant \"torch211-cxx11-cpu-x86_64-linx\"");
+  EXPECT_EQ(typo->hint,
+            "did you mean torch211-cxx11-cpu-x86_64-linux? built in build/: torch211-cxx11-cpu-x86_64-linux; the "
+            "matrix: torch214-cxx11-cpu-x86_64-linux");  // the built one, not only the matrix's
+  auto none = usecase::unknown_variant_error({"x"}, {});
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->hint, "this kernel has no variant here");
+}

@@ -1,10 +1,14 @@
-// kbuild variants [KERNEL_DIR] [--json] [--python P]: the kernel's build matrix, or a local build's variants.
+// kbuild variants [KERNEL_DIR] [--json|--names] [--python P]: the kernel's build matrix, or a local build's
+// variants; --names also the variants built in build/ (for shell completion).
 
 #include <fmt/core.h>
+
+#include <algorithm>
 
 #include <nlohmann/json.hpp>
 
 #include "kbuild/cli/command.hpp"
+#include "kbuild/usecase/freshness.hpp"
 #include "kbuild/usecase/list_variants.hpp"
 
 namespace kbuild::cli {
@@ -14,6 +18,7 @@ namespace {
 struct VariantsOptions {
   std::string kernel_dir = ".";
   bool json = false;
+  bool names = false;
   std::optional<std::string> python;  ///< local mode: what `kbuild build --python P` builds
   plan::MatrixFilter filter;
   std::vector<std::string> cuda_toolkits;
@@ -36,8 +41,30 @@ Json variant_json(const config::Variant& v, std::optional<util::Version> torch, 
           {"toolchain", present ? "present" : "fetch"}};
 }
 
+// One name a line: the variants built in build/ (what test, check and publish take), then the list's
+// others (what build makes); either part that cannot be read is left out, so completion offers the rest.
+ExitCode print_names(const std::string& kernel_dir, const Result<usecase::ListVariantsOutcome>& listed,
+                     Services& services) {
+  std::vector<std::string> names;
+  if (auto built = usecase::built_variant_names(services.fs, kernel_dir)) names = *built;
+  std::sort(names.begin(), names.end());
+  if (listed)
+    for (const auto& item : listed->variants)
+      if (std::find(names.begin(), names.end(), item.variant.name()) == names.end())
+        names.push_back(item.variant.name());
+  for (const auto& name : names) fmt::print("{}\n", name);
+  return ExitCode::ok;
+}
+
 Result<ExitCode> run_variants(const VariantsOptions& options, Services& services) {
   LogReporter reporter(false);
+  if (options.names) {
+    auto use_case_services = services.with(reporter);
+    const std::string dir = absolute_dir(options.kernel_dir);
+    return print_names(
+        dir, usecase::list_variants({dir, options.python, options.filter, options.cuda_toolkits}, use_case_services),
+        services);
+  }
   auto use_case_services = services.with(reporter);
   KB_TRY_ASSIGN(auto outcome, usecase::list_variants({absolute_dir(options.kernel_dir), options.python, options.filter,
                                                       options.cuda_toolkits},
@@ -72,6 +99,9 @@ void register_variants(CLI::App& app, CommandAction& action) {
   cmd->add_flag("--json", options->json,
                 "Print JSON (always, also for an empty list): kernel, matrix, variants [name, torch, backend, "
                 "compute, cuda, stable_abi, toolchain (present|fetch)], left_out [reasons]");
+  cmd->add_flag("--names", options->names,
+                "Print one name a line, for shell completion: the variants built in build/, then the list's others")
+      ->excludes("--json");
   cmd->add_option("--python", options->python,
                   "List what `kbuild build --python PYTHON` builds (the local Torch and CUDA) instead of the matrix");
   cmd->add_option("--variant", options->filter.variants, "Only this variant (repeatable)");

@@ -23,6 +23,7 @@
 #include "kbuild/toolchain/stdcxx_compat.hpp"
 #include "kbuild/usecase/actions.hpp"
 #include "kbuild/usecase/build_records.hpp"
+#include "kbuild/usecase/freshness.hpp"
 #include "kbuild/usecase/kernel_source.hpp"
 #include "kbuild/usecase/local_variants.hpp"
 #include "kbuild/usecase/matrix_session.hpp"
@@ -290,6 +291,21 @@ std::optional<std::vector<std::string>> local_variant_names(const BuildRequest& 
   return request.filter.variants;
 }
 
+// A --variant name that neither build/, a local build here nor the matrix has: said with every name
+// that is, not with the matrix's alone.
+Result<void> check_variant_names(const BuildRequest& request, const config::KernelConfig& config,
+                                 const toolchain::Toolchain& local, const util::FileSystem& fs) {
+  VariantNameGroups known;
+  if (auto built = built_variant_names(fs, request.kernel_dir)) known.emplace_back("built in build/", *built);
+  std::vector<std::string> names;
+  if (auto variants = select_local_variants(config, local, {}, [](const std::string&) {}))
+    for (const auto& build : *variants) names.push_back(build.variant.name());
+  known.emplace_back("a local build here", names);
+  if (auto matrix = matrix_variant_names(fs, config, request.kernel_dir)) known.emplace_back("the matrix", *matrix);
+  if (auto error = unknown_variant_error(request.filter.variants, known)) return fail(*error);
+  return {};
+}
+
 Result<Selection> select_variants(const BuildRequest& request, Services& services, const config::KernelConfig& config,
                                   const std::filesystem::path& work_dir) {
   Selection selection;
@@ -304,6 +320,7 @@ Result<Selection> select_variants(const BuildRequest& request, Services& service
   if (names_variants_only(request) && probe.need_torch && !request.locked) {
     if (auto local = toolchain::probe_local_toolchain(services.launcher, services.fs, probe)) {
       local_names = local_variant_names(request, config, *local, services.fs);
+      if (!local_names) KB_TRY(check_variant_names(request, config, *local, services.fs));
       selection.local = *local;
     }
   }

@@ -152,4 +152,20 @@ Result<std::vector<plan::VariantBuild>> select_local_variants(const config::Kern
   return builds;
 }
 
+std::optional<Error> unknown_variant_error(const std::vector<std::string>& wanted, const VariantNameGroups& known) {
+  std::vector<std::string> all;
+  for (const auto& [from, names] : known) all.insert(all.end(), names.begin(), names.end());
+  for (const auto& name : wanted) {
+    if (std::find(all.begin(), all.end(), name) != all.end()) continue;
+    std::string suggestion = util::closest_match(name, all);
+    std::vector<std::string> listed;
+    for (const auto& [from, names] : known)
+      if (!names.empty()) listed.push_back(from + ": " + util::join(names, ", "));
+    return Error{ExitCode::usage, "unknown variant \"" + name + "\"",
+                 (suggestion.empty() ? "" : "did you mean " + suggestion + "? ") +
+                     (listed.empty() ? "this kernel has no variant here" : util::join(listed, "; "))};
+  }
+  return std::nullopt;
+}
+
 }  // namespace kbuild::usecase

@@ -6,7 +6,9 @@
 // work here.
 
 #include <functional>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kbuild/config/model.hpp"
@@ -22,5 +24,13 @@ Result<std::vector<plan::VariantBuild>> select_local_variants(const config::Kern
                                                               const toolchain::Toolchain& tc,
                                                               const std::vector<std::string>& wanted,
                                                               const std::function<void(const std::string&)>& warn);
+
+/// Names a kernel's variants go by, under what makes them: "built in build/", "a local build here",
+/// "the matrix".
+using VariantNameGroups = std::vector<std::pair<std::string, std::vector<std::string>>>;
+
+/// The usage error for the first of `wanted` that no group names, with the closest name of any
+/// group ("did you mean …?") and every group; nullopt when each is known.
+std::optional<Error> unknown_variant_error(const std::vector<std::string>& wanted, const VariantNameGroups& known);
 
 }  // namespace kbuild::usecase

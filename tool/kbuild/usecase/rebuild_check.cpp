@@ -6,6 +6,7 @@
 #include "kbuild/config/variant.hpp"
 #include "kbuild/layout/metadata.hpp"
 #include "kbuild/usecase/build.hpp"
+#include "kbuild/util/strings.hpp"
 
 namespace kbuild::usecase {
 
@@ -49,9 +50,14 @@ Result<std::vector<std::string>> variants_to_check(const RebuildCheckRequest& re
     return present;
   }
   for (const auto& name : request.variants)
-    if (std::find(present.begin(), present.end(), name) == present.end())
-      return fail("variant " + name + " is not in " + build_dir.string(), "build it first, or check another",
+    if (std::find(present.begin(), present.end(), name) == present.end()) {
+      std::string suggestion = util::closest_match(name, present);
+      return fail("variant " + name + " is not in " + build_dir.string(),
+                  (suggestion.empty() ? "" : "did you mean " + suggestion + "? ") +
+                      "build it first, or check one of: " +
+                      (present.empty() ? std::string("(none built)") : util::join(present, ", ")),
                   ExitCode::usage);
+    }
   return request.variants;
 }
 

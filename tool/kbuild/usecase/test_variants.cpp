@@ -86,8 +86,10 @@ Result<std::vector<std::pair<std::string, config::Variant>>> select_variants(con
     }
     std::vector<std::string> names;
     for (const auto& entry : built) names.push_back(entry.first);
+    std::string suggestion = util::closest_match(name, names);
     return fail("variant " + name + " is not built",
-                "build it (kbuild build --variant " + name + ") or choose one of: " + util::join(names, ", "),
+                (suggestion.empty() ? "" : "did you mean " + suggestion + "? ") + "build it (kbuild build --variant " +
+                    name + ") or choose one of: " + util::join(names, ", "),
                 ExitCode::usage);
   }
   if (selected.empty()) selected.assign(built.begin(), built.end());
