@@ -185,3 +185,21 @@ def test_doctor_reports_the_machine(tmp_path):
     (tmp_path / ".config" / "kbuild" / "config.toml").write_text("python = [\n")
     broken = run_kbuild("doctor", env=env, check=False)
     assert broken.returncode == 2 and "config.toml:1:" in broken.stderr
+
+
+def test_every_json_error_has_a_hint(tmp_path):
+    """An error without a hint of its own gets one for its kind (cli/app.cpp, with_default_hint)."""
+    (tmp_path / "empty").mkdir()
+    closed = "http://127.0.0.1:9"  # nothing listens on the discard port
+    for args in (["lock", tmp_path / "empty"], ["download", tmp_path / "empty"], ["build", tmp_path / "none"],
+                 ["versions", "org/x", "--endpoint", closed], ["check", tmp_path / "empty"]):
+        result = run_kbuild(*args, "--json", check=False, timeout=60)
+        assert result.returncode != 0, args
+        error = json.loads(result.stdout)["error"]
+        assert error["message"] and error["hint"], (args, error)
+        assert f"  hint: {error['hint']}" in result.stderr
+    # An error raised without a hint of its own (cache/remote.cpp) leaves with its kind's.
+    result = run_kbuild("build", IMG2GRAY, "--json", "--python", PYTHON, check=False,
+                        env=dict(os.environ, KBUILD_REMOTE_CACHE="http://127.0.0.1:9", KBUILD_REMOTE_CACHE_MODE="rw"))
+    assert result.returncode == 2
+    assert json.loads(result.stdout)["error"]["hint"] == "see `kbuild build --help`"

@@ -141,6 +141,30 @@ const char* exit_code_name(ExitCode code) {
   return "failure";
 }
 
+// Every error leaves with a hint (the --json document's included): the one its origin gave, else
+// where to look next for its kind of failure.
+Error with_default_hint(Error error, const std::string& command) {
+  if (!error.hint.empty()) return error;
+  const std::string help = "`kbuild " + (command.empty() ? std::string() : command + " ") + "--help`";
+  switch (error.code) {
+    case ExitCode::usage:
+      error.hint = "see " + help;
+      break;
+    case ExitCode::toolchain:
+      error.hint = "`kbuild doctor` checks the compilers, Python and Torch kbuild finds";
+      break;
+    case ExitCode::network:
+      error.hint = "check the endpoint (HF_ENDPOINT or --endpoint), the network, and that your token can see it";
+      break;
+    case ExitCode::interrupted:
+      error.hint = "run the command again: finished work is kept";
+      break;
+    default:
+      error.hint = "the message names what failed; " + help + " lists the options that change it";
+  }
+  return error;
+}
+
 // The error as text on stderr, and, when the command line asked for --json and the command printed
 // no document, as {"error": {"code", "kind", "message", "hint"}} on stdout (docs/cli.md, "Streams").
 void print_error(const Error& error, bool json = false) {
@@ -363,7 +387,7 @@ int run(int argc, char** argv) {
     if (!result && util::interrupted() && result.error().code != ExitCode::interrupted)
       result = util::interrupted_failure("(" + result.error().message + ")");
     if (!result) {
-      print_error(result.error(), json);
+      print_error(with_default_hint(result.error(), command_path(app, argc, argv)), json);
       return static_cast<int>(result.error().code);
     }
     return static_cast<int>(*result);

@@ -12,7 +12,11 @@ constexpr std::uint64_t k_max_input_bytes = 16 << 20;
 
 Result<std::string> read_input(const util::FileSystem& fs, const std::filesystem::path& path) {
   if (!fs.stat(path).exists)
-    return fail("no " + path.filename().string() + " in " + path.parent_path().string(), "", ExitCode::usage);
+    return fail("no " + path.filename().string() + " in " + path.parent_path().string(),
+                path.filename() == "pyproject.toml"
+                    ? "pass the project's directory: kbuild reads its [tool.kernels.dependencies] (docs/lock.md)"
+                    : "create it with `kbuild lock " + path.parent_path().string() + "`",
+                ExitCode::usage);
   return util::read_input_file(fs, path, k_max_input_bytes);
 }
 
