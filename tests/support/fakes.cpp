@@ -43,6 +43,7 @@ std::optional<exec::CommandResult> FakeCommandRunner::wait() {
   exec::CommandResult result{token, 0, "", 0.01};
   // Outputs are keyed without the ".tmp" suffix the planner adds.
   std::string key = output.ends_with(".tmp") ? output.substr(0, output.size() - 4) : output;
+  if (auto peak = peak_kib.find(key); peak != peak_kib.end()) result.peak_rss_kib = peak->second;
   bool poisoned = !poison.empty() && std::any_of(argv.begin(), argv.end(), [&](const std::string& arg) {
     return m_fs.has(arg) && m_fs.content(arg) == poison;
   });

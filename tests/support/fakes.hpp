@@ -49,6 +49,7 @@ class FakeCommandRunner final : public exec::CommandRunner {
   std::string poison;  ///< non-empty: a command fails when a file named in its argv holds exactly this
   std::vector<std::vector<std::string>> started;  ///< every argv started
   size_t max_concurrent = 0;                      ///< highest number running at once
+  std::map<std::string, std::uint64_t> peak_kib;  ///< output path -> the peak memory its command reports
 
   Result<void> start(size_t token, const std::vector<std::string>& argv,
                      const std::map<std::string, std::string>& env = {}) override;

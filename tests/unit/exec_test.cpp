@@ -5,6 +5,7 @@
 #include "kbuild/exec/executor.hpp"
 #include "kbuild/exec/reporter.hpp"
 #include "kbuild/util/interrupt.hpp"
+#include "support/exec_fixture.hpp"
 #include "support/fakes.hpp"
 
 #include <cstdio>
@@ -49,17 +50,9 @@ TEST(BuildState, UnknownVersionOrGarbageMeansEmpty) {
 namespace {
 
 // A small graph: two compiles feeding a link, like one variant.
-struct ExecFixture : ::testing::Test {
-  fakes::MemFileSystem fs;
-  fakes::FakeCommandRunner runner{fs};
-  BuildState state;
-  NullReporter reporter;
-  fakes::RecordingActions actions{fs};
-  util::ManualClock clock;
-  plan::JobGraph graph;
-
+struct ExecFixture : fakes::ExecBase {
   void SetUp() override {
-    util::reset_interrupt_for_testing();
+    ExecBase::SetUp();
     fs.put("/src/a.cpp", "a");
     fs.put("/src/b.cpp", "b");
     fs.put("/src/common.h", "h");
@@ -93,9 +86,7 @@ struct ExecFixture : ::testing::Test {
     ExecutorOptions options;
     options.jobs = jobs;
     options.keep_going = keep_going;
-    runner.started.clear();
-    Executor executor(graph, {fs, runner, actions, state, reporter, clock, nullptr}, options);
-    return executor.run();
+    return run_with(options);
   }
 };
 

@@ -24,29 +24,10 @@ constexpr size_t k_manifest_entries = 16;
 constexpr std::uint64_t k_named_warnings = 3;  ///< damaged entries named per run; the rest are counted
 }  // namespace
 
-std::optional<std::uint64_t> parse_size(std::string_view text) {
-  size_t digits = 0;
-  while (digits < text.size() && ((text[digits] >= '0' && text[digits] <= '9') || text[digits] == '.')) ++digits;
-  std::string number(text.substr(0, digits));
-  std::string unit(text.substr(digits));
-  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  if (number.empty() || number.front() == '.' || std::count(number.begin(), number.end(), '.') > 1) return std::nullopt;
-  static const std::pair<const char*, int> k_units[] = {{"", 0}, {"B", 0}, {"K", 10}, {"M", 20}, {"G", 30}, {"T", 40}};
-  for (auto [name, shift] : k_units) {
-    std::string base(name);
-    bool matches = unit == base || (shift > 0 && (unit == base + "B" || unit == base + "IB"));
-    if (!matches) continue;
-    long double value = std::stold(number) * static_cast<long double>(1ull << shift);
-    if (value >= 9.2e18L) return std::nullopt;
-    return static_cast<std::uint64_t>(value);
-  }
-  return std::nullopt;
-}
-
 Result<std::uint64_t> max_cache_bytes(const util::Environment& env) {
   auto text = env.get("KBUILD_CACHE_MAX_SIZE");
   if (!text || text->empty()) return std::uint64_t{10} << 30;
-  auto size = parse_size(*text);
+  auto size = util::parse_byte_size(*text);
   if (!size)
     return fail("KBUILD_CACHE_MAX_SIZE=\"" + *text + "\" is not a size",
                 "write a number with an optional unit K, M, G or T (binary: 10G = 10 GiB), e.g. 20G", ExitCode::usage);

@@ -142,7 +142,5 @@ class CompileCache final : public exec::JobCache {
 /// (decimals allowed) with an optional unit K, M, G or T, each optionally followed by "B" or "iB";
 /// all units are binary (1G = 1GB = 1GiB = 2^30 bytes). Anything else is an error (exit code 2).
 Result<std::uint64_t> max_cache_bytes(const util::Environment& env);
-/// Parses a size as above; nullopt when malformed or beyond 2^63.
-std::optional<std::uint64_t> parse_size(std::string_view text);
 
 }  // namespace kbuild::cache

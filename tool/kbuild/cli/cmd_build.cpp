@@ -6,6 +6,7 @@
 
 #include "kbuild/cli/command.hpp"
 #include "kbuild/config/user_config.hpp"
+#include "kbuild/exec/memory_budget.hpp"
 #include "kbuild/layout/check.hpp"
 #include "kbuild/usecase/build.hpp"
 #include "kbuild/util/interrupt.hpp"
@@ -18,6 +19,7 @@ namespace {
 struct BuildOptions {
   std::string kernel_dir = ".";
   size_t jobs = 0;
+  std::optional<std::string> memory;
   bool verbose = false;
   bool quiet = false;
   bool json = false;
@@ -61,6 +63,13 @@ void print_timings(exec::Reporter& reporter, const usecase::BuildOutcome& outcom
         fmt::format("  {:>9}  {:>9}  {}{}", job_seconds(job.seconds),
                     job.peak_rss_kib ? fmt::format("{:.0f} MiB", static_cast<double>(job.peak_rss_kib) / 1024.0) : "-",
                     job.description, job.cache_hit ? "  (from cache)" : ""));
+  const exec::ExecSummary& summary = outcome.summary;
+  if (summary.memory_budget_kib > 0)
+    reporter.info(
+        fmt::format("kbuild: memory: jobs expected to need at most {} at once, of a budget of {}; {} "
+                    "start(s) waited for memory",
+                    exec::format_kib(summary.peak_expected_kib), exec::format_kib(summary.memory_budget_kib),
+                    summary.memory_holds));
   if (!outcome.trace.empty())
     reporter.info("kbuild: trace of this build: " + outcome.trace.string() +
                   " (open it in ui.perfetto.dev or chrome://tracing)");
@@ -79,6 +88,10 @@ nlohmann::ordered_json timings_json(const usecase::BuildOutcome& outcome) {
           {"slowest_jobs", slowest},
           {"staleness_seconds", outcome.summary.staleness_seconds},
           {"files_checked", outcome.summary.files_checked},
+          {"memory",
+           {{"budget_mib", static_cast<double>(outcome.summary.memory_budget_kib) / 1024.0},
+            {"peak_expected_mib", static_cast<double>(outcome.summary.peak_expected_kib) / 1024.0},
+            {"starts_that_waited", outcome.summary.memory_holds}}},
           {"trace", outcome.trace.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(outcome.trace.string())}};
 }
 
@@ -95,6 +108,7 @@ Result<ExitCode> run_build(const BuildOptions& options, Services& services) {
   request.kernel_dir = absolute_dir(options.kernel_dir);
   request.manylinux = options.manylinux;
   request.jobs = options.jobs > 0 ? options.jobs : available_cpus();
+  request.memory = options.memory;
   request.keep_going = options.keep_going;
   KB_TRY_ASSIGN(request.python, python_setting(options.python, services));
   request.backends = options.backends;
@@ -147,6 +161,9 @@ void register_build(CLI::App& app, CommandAction& action) {
   cmd->add_option("kernel_dir", options->kernel_dir, "Kernel directory (contains build.toml)")->capture_default_str();
   cmd->add_option("-j,--jobs,--max-jobs", options->jobs,
                   "Parallel jobs (default: number of CPUs; --max-jobs: kernel-builder's name)");
+  cmd->add_option("--memory", options->memory,
+                  "Memory the running jobs may need at once, by their last measured peaks: a size (12G), auto "
+                  "(default: what the machine or its cgroup has available) or unlimited; also KBUILD_MEMORY");
   cmd->add_flag("-v,--verbose,-L,--print-build-logs", options->verbose,
                 "Print every command (-L, --print-build-logs: kernel-builder's names)");
   cmd->add_flag("-q,--quiet", options->quiet, "Print only warnings and errors");

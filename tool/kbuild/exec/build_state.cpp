@@ -67,6 +67,12 @@ BuildState BuildState::parse(std::string_view text) {
         current->volatile_named_in = std::string(rest.substr(space + 1));
         break;
       }
+      case 'M': {
+        if (!current ||
+            std::from_chars(rest.data(), rest.data() + rest.size(), current->peak_rss_kib).ec != std::errc())
+          return {};
+        break;
+      }
       case 'O':
       case 'I': {
         FileRecord record;
@@ -88,6 +94,7 @@ std::string BuildState::serialize() const {
     out += "J " + id + "\nK " + record.key + "\n";
     if (!record.command.empty() && record.command.find('\n') == std::string::npos) out += "C " + record.command + "\n";
     if (record.volatile_value) out += "V " + *record.volatile_value + " " + record.volatile_named_in + "\n";
+    if (record.peak_rss_kib > 0) out += "M " + std::to_string(record.peak_rss_kib) + "\n";
     for (const auto& file : record.outputs)
       out += "O " + std::to_string(file.mtime_ns) + " " + std::to_string(file.size) + " " + file.path + "\n";
     for (const auto& file : record.inputs)

@@ -12,6 +12,9 @@
 //                                          file that names the macro; absent when it depends on none
 //   O <mtime_ns> <size> <path>             an output as it was after the job ran
 //   I <mtime_ns> <size> <path>             an input (explicit or from the depfile) as it was read
+//   M <kib>                                the command's peak memory when it last ran (wait4's
+//                                          ru_maxrss, KiB): what the scheduler expects it to need
+//                                          (memory_budget.hpp); absent when never measured
 // An unreadable or unknown-version file is treated as empty: everything rebuilds.
 
 #include <cstdint>
@@ -41,6 +44,7 @@ struct JobRecord {
   /// The volatile define's value (the ops id) the output depends on, and the file naming the macro.
   std::optional<std::string> volatile_value;
   std::string volatile_named_in;
+  std::uint64_t peak_rss_kib = 0;  ///< 0: never measured (in-process job, or only restored from the cache)
 };
 
 /// Memoises stat() for one build; entries for files a job writes are dropped when it finishes.

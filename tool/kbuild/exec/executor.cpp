@@ -7,6 +7,7 @@
 
 #include "kbuild/exec/depfile.hpp"
 #include "kbuild/exec/macro_scan.hpp"
+#include "kbuild/exec/memory_budget.hpp"
 #include "kbuild/util/interrupt.hpp"
 #include "kbuild/util/strings.hpp"
 
@@ -19,6 +20,13 @@ FileRecord file_record(const std::string& path, StatCache& stats) {
   return {path, st.mtime_ns, st.size};
 }
 
+// A command, or the compiler process its driver ran (g++'s cc1plus, nvcc's cicc and ptxas), ended by
+// SIGKILL: most often the kernel's (or a cgroup's) out-of-memory killer.
+bool killed(const CommandResult& result) {
+  return result.exit_code == 128 + 9 || result.output.find("Killed signal terminated program") != std::string::npos ||
+         result.output.find("died due to signal 9") != std::string::npos;
+}
+
 // One run of the executor: the staleness decisions, the ready queue, the jobs in flight.
 class Run {
  public:
@@ -29,10 +37,12 @@ class Run {
         m_stats(services.fs),
         m_stale(m_jobs.size(), false),
         m_dependents(m_jobs.size()),
-        m_waiting_on(m_jobs.size(), 0) {}
+        m_waiting_on(m_jobs.size(), 0),
+        m_peak_kib(m_jobs.size(), 0) {}
 
   ExecSummary execute() {
     m_summary.total = m_jobs.size();
+    m_summary.memory_budget_kib = m_options.memory_kib;
     m_run_start = m_s.clock.now();
     decide_staleness();
     m_summary.staleness_seconds = m_s.clock.seconds_since(m_run_start);
@@ -67,6 +77,7 @@ class Run {
   // Everything is decided before the first job starts (see executor.hpp).
   void decide_staleness() {
     for (size_t i = 0; i < m_jobs.size(); ++i) {
+      if (const JobRecord* record = m_s.state.find(m_jobs[i].id)) m_peak_kib[i] = record->peak_rss_kib;
       for (size_t dep : m_jobs[i].deps) {
         m_dependents[dep].push_back(i);
         if (m_stale[dep]) {
@@ -116,11 +127,32 @@ class Run {
         m_summary.interrupted = true;
         return;
       }
-      size_t index = m_ready.front();
-      m_ready.pop_front();
-      start(index);
+      auto index = next_that_fits();
+      if (!index) {
+        ++m_summary.memory_holds;
+        return;
+      }
+      start(*index);
     }
   }
+
+  // The first ready job whose expected memory fits beside the running commands' (memory_budget.hpp);
+  // the first of all when nothing runs, so that a job larger than the budget runs alone.
+  std::optional<size_t> next_that_fits() {
+    auto fits = [&](size_t index) {
+      return m_options.memory_kib == 0 || m_expected_kib + expected_kib(index) <= m_options.memory_kib;
+    };
+    auto it = std::find_if(m_ready.begin(), m_ready.end(), fits);
+    if (it == m_ready.end()) {
+      if (m_s.runner.running() > 0) return std::nullopt;
+      it = m_ready.begin();
+    }
+    size_t index = *it;
+    m_ready.erase(it);
+    return index;
+  }
+
+  std::uint64_t expected_kib(size_t index) const { return expected_job_kib(m_jobs[index].kind, m_peak_kib[index]); }
 
   void start(size_t index) {
     const plan::Job& job = m_jobs[index];
@@ -165,6 +197,8 @@ class Run {
       return;
     }
     m_in_flight[index] = std::move(explicit_inputs);
+    m_expected_kib += expected_kib(index);
+    m_summary.peak_expected_kib = std::max(m_summary.peak_expected_kib, m_expected_kib);
   }
 
   void finish_command(CommandResult result) {
@@ -172,7 +206,14 @@ class Run {
     const plan::Job& job = m_jobs[index];
     auto explicit_inputs = std::move(m_in_flight[index]);
     m_in_flight.erase(index);
+    m_expected_kib -= std::min(m_expected_kib, expected_kib(index));
+    if (result.peak_rss_kib > 0) m_peak_kib[index] = result.peak_rss_kib;  // what record() keeps
     JobOutcome outcome;
+    if (killed(result)) {
+      ++m_summary.killed;
+      outcome.error =
+          "killed (SIGKILL), most often for want of memory; its peak so far: " + format_kib(result.peak_rss_kib);
+    }
     outcome.exit_code = result.exit_code;
     outcome.output = std::move(result.output);
     outcome.seconds = result.seconds;
@@ -321,6 +362,7 @@ class Run {
       }
     }
     if (!job.in_process()) record.command = util::shell_join(job.keyed_argv());
+    record.peak_rss_kib = m_peak_kib[index];  // measured now, or kept from before (a cache hit)
     if (job.volatile_define) {
       if (auto file = file_naming_define(*job.volatile_define, record.inputs)) {
         record.volatile_value = job.volatile_define->value;
@@ -358,6 +400,8 @@ class Run {
   std::vector<bool> m_stale;
   std::vector<std::vector<size_t>> m_dependents;
   std::vector<size_t> m_waiting_on;
+  std::vector<std::uint64_t> m_peak_kib;  // per job: its last measured peak (KiB; 0 unknown)
+  std::uint64_t m_expected_kib = 0;       // what the running commands are expected to need
   std::deque<size_t> m_ready;
   std::map<size_t, std::vector<FileRecord>> m_in_flight;  // job -> explicit inputs as read at start
   std::map<std::string, bool> m_names_define;             // path -> names the volatile define's macro (this run)

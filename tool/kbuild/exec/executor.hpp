@@ -37,6 +37,9 @@ struct ExecutorOptions {
   /// Nothing may be written (a read-only kernel directory): when any job is stale, none runs and
   /// ExecSummary::blocked_read_only says so; an up-to-date graph is a success.
   bool read_only = false;
+  /// At most this much memory expected in use by running commands at once (KiB; 0: count jobs
+  /// only), each job expected to need what memory_budget.hpp's expected_job_kib says.
+  std::uint64_t memory_kib = 0;
 };
 
 /// When one job ran, relative to the start of the run: what `kbuild build --timings` reports and
@@ -63,6 +66,11 @@ struct ExecSummary {
   double staleness_seconds = 0;    ///< deciding what is stale (stat and compare), before any job starts
   size_t files_checked = 0;        ///< distinct files stat'ed to decide it
   std::vector<JobTiming> timings;  ///< jobs that finished (succeeded or failed), in finishing order
+  /// Times a free job slot stayed empty because no ready job fitted the memory budget.
+  size_t memory_holds = 0;
+  size_t killed = 0;                    ///< commands killed by SIGKILL (the OOM killer, most often)
+  std::uint64_t memory_budget_kib = 0;  ///< ExecutorOptions::memory_kib (0: none)
+  std::uint64_t peak_expected_kib = 0;  ///< the most memory the running commands were expected to need at once
   /// Files compiles read from outside the kernel through a name inside it (Job::confine_to): those
   /// compiles failed; a refusal of the kernel's files, not of the code.
   std::vector<std::string> escaping_inputs;

@@ -14,6 +14,7 @@
 #include "kbuild/cache/compile_cache.hpp"
 #include "kbuild/cache/usage.hpp"
 #include "kbuild/exec/build_state.hpp"
+#include "kbuild/exec/memory_budget.hpp"
 #include "kbuild/hub/remote_cache.hpp"
 #include "kbuild/plan/cuda_archs.hpp"
 #include "kbuild/plan/planner.hpp"
@@ -198,8 +199,15 @@ Result<exec::ExecSummary> execute(const BuildRequest& request, Services& service
                                        services.reporter,
                                        services.clock,
                                        compile_cache ? &*compile_cache : nullptr};
-  exec::Executor executor(graph, exec_services, {request.jobs, request.keep_going, request.launcher, read_only});
+  KB_TRY_ASSIGN(exec::MemoryBudget memory, exec::memory_budget(request.memory, services.env, services.fs));
+  exec::Executor executor(graph, exec_services,
+                          {request.jobs, request.keep_going, request.launcher, read_only, memory.kib});
   exec::ExecSummary summary = executor.run();
+  if (summary.memory_holds > 0)
+    services.reporter.info(
+        fmt::format("memory: jobs waited {} time(s) so that those running stay within {} ({}{})", summary.memory_holds,
+                    exec::format_kib(memory.kib), memory.source,
+                    request.memory || services.env.get("KBUILD_MEMORY") ? "" : "; --memory or KBUILD_MEMORY sets it"));
   if (read_only) return summary;
   if (auto saved = state.save(services.fs, state_file); !saved)
     services.reporter.warning("could not save the build state: " + saved.error().message);
@@ -226,8 +234,10 @@ Result<void> summary_verdict(const exec::ExecSummary& summary, const std::filesy
   if (summary.failed > 0)
     return fail(fmt::format("build failed: {} job{} failed{}", summary.failed, summary.failed == 1 ? "" : "s",
                             summary.not_run ? fmt::format(", {} not run", summary.not_run) : ""),
-                keep_going ? "fix the errors above; every job that did not depend on a failed one was built"
-                           : "fix the first error; --keep-going builds what does not depend on it");
+                summary.killed ? "jobs were killed: if memory ran out, --memory SIZE (or KBUILD_MEMORY) below what the "
+                                 "machine has keeps fewer of them running at once"
+                : keep_going   ? "fix the errors above; every job that did not depend on a failed one was built"
+                               : "fix the first error; --keep-going builds what does not depend on it");
   return {};
 }
 

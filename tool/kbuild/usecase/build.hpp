@@ -34,6 +34,9 @@ namespace kbuild::usecase {
 struct BuildRequest {
   std::filesystem::path kernel_dir;  ///< absolute
   size_t jobs = 1;
+  /// --memory: what running jobs may be expected to need at once ("12G", "auto", "unlimited");
+  /// unset: $KBUILD_MEMORY, else what is available (exec/memory_budget.hpp).
+  std::optional<std::string> memory;
   bool keep_going = false;
   std::string python = "python3";
   std::vector<std::string> backends;  ///< --backend (local builds)

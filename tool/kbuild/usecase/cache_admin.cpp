@@ -1,6 +1,7 @@
 #include "kbuild/usecase/cache_admin.hpp"
 
 #include "kbuild/util/cache_layout.hpp"
+#include "kbuild/util/strings.hpp"
 
 namespace kbuild::usecase {
 
@@ -38,7 +39,7 @@ Result<CachePruneOutcome> cache_prune(const CachePruneRequest& request, Services
   if (!request.max_size) {
     KB_TRY_ASSIGN(outcome.target_bytes, cache::max_cache_bytes(services.env));
   } else {
-    auto parsed = cache::parse_size(*request.max_size);
+    auto parsed = util::parse_byte_size(*request.max_size);
     if (!parsed)
       return fail("--max-size " + *request.max_size + " is not a size", "e.g. --max-size 20G (binary units)",
                   ExitCode::usage);

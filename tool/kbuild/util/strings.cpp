@@ -5,6 +5,8 @@
 #include <cstdio>
 
 #include <algorithm>
+#include <cctype>
+#include <string>
 
 namespace kbuild::util {
 
@@ -219,6 +221,25 @@ std::string ascii_uppercase(std::string_view text) {
   for (char& c : out)
     if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
   return out;
+}
+
+std::optional<std::uint64_t> parse_byte_size(std::string_view text) {
+  size_t digits = 0;
+  while (digits < text.size() && ((text[digits] >= '0' && text[digits] <= '9') || text[digits] == '.')) ++digits;
+  std::string number(text.substr(0, digits));
+  std::string unit(text.substr(digits));
+  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (number.empty() || number.front() == '.' || std::count(number.begin(), number.end(), '.') > 1) return std::nullopt;
+  static const std::pair<const char*, int> k_units[] = {{"", 0}, {"B", 0}, {"K", 10}, {"M", 20}, {"G", 30}, {"T", 40}};
+  for (auto [name, shift] : k_units) {
+    std::string base(name);
+    bool matches = unit == base || (shift > 0 && (unit == base + "B" || unit == base + "IB"));
+    if (!matches) continue;
+    long double value = std::stold(number) * static_cast<long double>(1ull << shift);
+    if (value >= 9.2e18L) return std::nullopt;
+    return static_cast<std::uint64_t>(value);
+  }
+  return std::nullopt;
 }
 
 }  // namespace kbuild::util

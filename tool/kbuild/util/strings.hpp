@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,5 +44,10 @@ std::string count_of(std::size_t count, std::string_view noun, std::string_view 
 
 /// Whether `text` is well-formed UTF-8 (no overlong forms, surrogates or code points past U+10FFFF).
 bool is_valid_utf8(std::string_view text);
+
+/// A size: a number (decimals allowed) with an optional unit K, M, G or T, each optionally followed
+/// by "B" or "iB"; all units are binary (1G = 1GB = 1GiB = 2^30 bytes). nullopt when malformed or
+/// beyond 2^63.
+std::optional<std::uint64_t> parse_byte_size(std::string_view text);
 
 }  // namespace kbuild::util
