@@ -120,8 +120,10 @@ C_FAMILY = (".h", ".hh", ".hpp", ".hxx", ".cuh", ".inc", ".inl", ".ipp", ".tcc",
 def source_id(kernel: Path) -> str:
     """The unique part of the ops id as docs/build-toml.md defines it, computed independently of kbuild:
     "src" + 8 hex of SHA-256 over the build inputs (build.toml, files listed in src, C-family files of
-    include directories, the Python package), each as its relative path, NUL, raw SHA-256 of the bytes."""
+    include directories, the Python package), each as its relative path, NUL, raw SHA-256 of the bytes
+    (of build.toml: of its values but [general.hub], as sorted compact JSON)."""
     import hashlib
+    import json
     import tomllib
     config = tomllib.loads((kernel / "build.toml").read_text())
     listed, prefixes = {"build.toml"}, []
@@ -139,9 +141,15 @@ def source_id(kernel: Path) -> str:
             continue
         if rel in listed or rel.startswith(package) or any(rel.startswith(p) and rel.endswith(C_FAMILY) for p in prefixes):
             files.append(rel)
-    digest = hashlib.sha256(b"kbuild-source-id-v2\n")
+    digest = hashlib.sha256(b"kbuild-source-id-v3\n")
     for rel in sorted(files):
-        digest.update(rel.encode() + b"\0" + hashlib.sha256((kernel / rel).read_bytes()).digest())
+        content = (kernel / rel).read_bytes()
+        if rel == "build.toml":  # its values without [general.hub], as sorted compact JSON
+            values = tomllib.loads(content.decode())
+            values.get("general", {}).pop("hub", None)
+            content = b"kbuild-build-toml 1\n" + json.dumps(values, sort_keys=True, separators=(",", ":"),
+                                                            ensure_ascii=False).encode()
+        digest.update(rel.encode() + b"\0" + hashlib.sha256(content).digest())
     return "src" + digest.hexdigest()[:8]
 
 

@@ -2,6 +2,8 @@
 
 #include "kbuild/config/build_toml_parser.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <regex>
 #include <set>
@@ -325,13 +327,37 @@ ParseOutcome load_kernel_config(const util::FileSystem& fs, const std::filesyste
   return outcome;
 }
 
+namespace {
+
+// A TOML value as JSON: tables become objects (whose keys nlohmann keeps sorted), dates and times
+// their TOML text.
+nlohmann::json as_json(const toml::node& node) {
+  if (const toml::table* table = node.as_table()) {
+    nlohmann::json object = nlohmann::json::object();
+    for (const auto& [key, value] : *table) object[std::string(key.str())] = as_json(value);
+    return object;
+  }
+  if (const toml::array* array = node.as_array()) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& value : *array) list.push_back(as_json(value));
+    return list;
+  }
+  if (auto text = node.value_exact<std::string>()) return *text;
+  if (auto integer = node.value_exact<std::int64_t>()) return *integer;
+  if (auto real = node.value_exact<double>()) return *real;
+  if (auto flag = node.value_exact<bool>()) return *flag;
+  std::ostringstream out;
+  node.visit([&](const auto& value) { out << value; });
+  return out.str();
+}
+
+}  // namespace
+
 std::string build_toml_input_text(std::string_view text) {
   try {
     toml::table table = util::parse_toml(text, "build.toml");
     if (toml::table* general = table["general"].as_table()) general->erase("hub");
-    std::ostringstream out;
-    out << table;
-    return "kbuild-build-toml 1\n" + out.str();
+    return "kbuild-build-toml 1\n" + as_json(table).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   } catch (const toml::parse_error&) {
     return std::string(text);
   }

@@ -43,10 +43,12 @@ std::vector<Diagnostic> check_project_files(const ParseOutcome& outcome, const u
 /// always returned; `config` is set only when there is no error.
 ParseOutcome load_kernel_config(const util::FileSystem& fs, const std::filesystem::path& root);
 
-/// build.toml as a build input: its TOML content, rendered canonically, without `[general.hub]`
-/// (which only publishing reads). Setting the Hub repository, a comment or a reformatting therefore
-/// rebuilds nothing and leaves the ops id as it was; any other value changes this text. Text that
-/// does not parse is returned as is (loading it reports the errors).
+/// build.toml as a build input: "kbuild-build-toml 1\n" and its values without `[general.hub]` (which
+/// only publishing reads) as compact JSON with sorted keys (dates and times as TOML writes them), so
+/// that any tool can compute it (Python: json.dumps(doc, sort_keys=True, separators=(",", ":"),
+/// ensure_ascii=False)). Setting the Hub repository, a comment or a reformatting therefore rebuilds
+/// nothing and leaves the ops id as it was; any other value changes this text. Text that does not
+/// parse is returned as is (loading it reports the errors).
 std::string build_toml_input_text(std::string_view text);
 
 /// The longest general.name kbuild accepts: the library is named "_<name>_<backend>_<id>.abi3.so",

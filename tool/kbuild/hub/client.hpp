@@ -1,5 +1,6 @@
 #pragma once
-// A client for the Hub's HTTP API (see ../shared/spec/hub-api.md) over an net::HttpTransport: the calls
+// A client for the Hub's HTTP API (the routes server/router.hpp lists, as huggingface_hub calls them)
+// over an net::HttpTransport: the calls
 // publishing needs. Responses other than 2xx become Errors with a specific message and hint for
 // 401, 403, 404, 409 and 412, and exit code 4. Retryable failures (408, 429, 5xx, transport errors)
 // are retried per RetryPolicy. The token is sent as "authorization: Bearer ..." and never appears

@@ -43,7 +43,8 @@ CommitPlan plan_commit(const std::vector<LocalFile>& local, const std::vector<Re
 }
 
 // The 512-byte sample is what preupload sends: the server decides inline or LFS from it and the size
-// (../shared/spec/hub-api.md §10.2); the client never decides.
+// (POST /api/{type}s/{id}/preupload/{rev}, as huggingface_hub's _fetch_upload_modes sends it; the
+// registry's side: server/router.hpp); the client never decides.
 LocalFile describe_bytes(std::string content, std::string repo_path) {
   LocalFile file;
   file.path = std::move(repo_path);
@@ -87,9 +88,11 @@ std::optional<std::int64_t> tag_major(const std::string& tag) {
   return std::stoll(match[1]);
 }
 
-// The wire format of ../shared/spec/hub-api.md §5.5. With parentCommit the Hub answers 412 when the
+// The commit request (POST /api/{type}s/{id}/commit/{rev}, NDJSON: a "header" line, then "file",
+// "lfsFile" and "deletedFile" lines, as huggingface_hub's create_commit writes it; the registry parses
+// it in server/wire_commit.hpp). With parentCommit the Hub answers 412 when the
 // branch moved past it, which publish turns into a re-plan instead of overwriting someone else's commit.
-// ordered_json keeps the keys in the order of that section, so one plan always encodes to the same bytes.
+// ordered_json keeps the keys in huggingface_hub's order, so one plan always encodes to the same bytes.
 std::string encode_commit(const std::string& summary, const std::string& description,
                           const std::optional<std::string>& parent_commit, const std::vector<CommitOp>& ops) {
   nlohmann::ordered_json header = {{"key", "header"}, {"value", {{"summary", summary}, {"description", description}}}};
