@@ -192,7 +192,7 @@ TEST_F(PublishFixture, APublishThatLostARaceTagsOnlyACommitWithEveryFile) {
     raced = true;
     auto other = usecase::publish(this->request(""), *hub_services);
     ASSERT_TRUE(other) << other.error().message;
-    EXPECT_EQ(other->status, "uploaded");
+    EXPECT_EQ(other->status, hub::PublishStatus::uploaded);
   };
   auto outcome = usecase::publish(request(), *hub_services);
   hub->before = nullptr;
@@ -214,14 +214,14 @@ TEST_F(PublishFixture, DryRunThenUploadThenNothingToDo) {
   dry.dry_run = true;
   auto planned = usecase::publish(dry, *hub_services);
   ASSERT_TRUE(planned) << planned.error().message;
-  EXPECT_EQ(planned->status, "dry_run");
+  EXPECT_EQ(planned->status, hub::PublishStatus::dry_run);
   EXPECT_EQ(planned->kernel, "relu");
   EXPECT_EQ(planned->variants, std::vector<std::string>{k_cpu});
   for (const auto& line : hub->requests) EXPECT_TRUE(line.starts_with("GET ")) << line;  // nothing changed
 
   auto published = usecase::publish(request(), *hub_services);
   ASSERT_TRUE(published) << published.error().message;
-  EXPECT_EQ(published->status, "uploaded");
+  EXPECT_EQ(published->status, hub::PublishStatus::uploaded);
   EXPECT_EQ(published->repo_id, "alice/relu");
   EXPECT_EQ(published->branch, "v1");
   EXPECT_EQ(published->commit.size(), 40u);
@@ -241,7 +241,7 @@ TEST_F(PublishFixture, DryRunThenUploadThenNothingToDo) {
   hub->requests.clear();
   auto again = usecase::publish(request("v1.0.1"), *hub_services);
   ASSERT_TRUE(again) << again.error().message;
-  EXPECT_EQ(again->status, "no_changes");  // tagged, nothing uploaded
+  EXPECT_EQ(again->status, hub::PublishStatus::no_changes);  // tagged, nothing uploaded
   EXPECT_EQ(again->traffic.lfs_bytes_uploaded, 0u);
 }
 
@@ -343,4 +343,11 @@ TEST_F(PublishFixture, VersionsInfoAndWhoamiAskTheHub) {
   ASSERT_TRUE(me) << me.error().message;
   EXPECT_EQ(me->name, "alice");
   EXPECT_EQ(me->token_origin, "HF_TOKEN");
+}
+
+TEST(PublishStatus, EachStatusHasTheWordOfThePublishJson) {
+  EXPECT_STREQ(hub::to_string(hub::PublishStatus::uploaded), "uploaded");
+  EXPECT_STREQ(hub::to_string(hub::PublishStatus::no_changes), "no_changes");
+  EXPECT_STREQ(hub::to_string(hub::PublishStatus::dry_run), "dry_run");
+  EXPECT_STREQ(hub::to_string(hub::PublishStatus::pull_request_created), "pull_request_created");
 }

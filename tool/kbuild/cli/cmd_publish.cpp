@@ -44,7 +44,7 @@ void print_plan(const usecase::PublishOutcome& outcome) {
 
 // The outcome as one JSON document on stdout (docs/cli.md, "publish --json").
 void print_json(const usecase::PublishOutcome& outcome) {
-  nlohmann::ordered_json j = {{"status", outcome.status},
+  nlohmann::ordered_json j = {{"status", hub::to_string(outcome.status)},
                               {"repo_id", outcome.repo_id},
                               {"branch", outcome.branch},
                               {"tag", outcome.tag.empty() ? nlohmann::json() : nlohmann::json(outcome.tag)},
@@ -105,23 +105,24 @@ Result<ExitCode> run_publish(const PublishCliOptions& options, Services& service
     print_json(outcome);
     return ExitCode::ok;
   }
-  if (outcome.status == "dry_run") {
+  if (outcome.status == hub::PublishStatus::dry_run) {
     fmt::print("dry run: would publish {} of {} to {} (branch {}{})\n",
                util::count_of(outcome.variants.size(), "variant"), outcome.kernel, outcome.repo_id, outcome.branch,
                outcome.tag.empty() ? ", no tag" : ", tag " + outcome.tag);
     print_plan(outcome);
     return ExitCode::ok;
   }
-  if (outcome.status == "pull_request_created") {
+  if (outcome.status == hub::PublishStatus::pull_request_created) {
     fmt::print("opened a pull request: {}\n", *outcome.pull_request_url);
     return ExitCode::ok;
   }
-  fmt::print(
-      "{} {} to {} (branch {}{} at {}): {} LFS object(s), {} uploaded\n{}\n",
-      outcome.status == "no_changes" ? (outcome.tag.empty() ? "no changes to" : "no changes; tagged") : "published",
-      outcome.kernel, outcome.repo_id, outcome.branch, outcome.tag.empty() ? "" : ", tag " + outcome.tag,
-      outcome.commit.substr(0, 12), outcome.traffic.lfs_objects_uploaded,
-      util::human_size(outcome.traffic.lfs_bytes_uploaded), outcome.url);
+  fmt::print("{} {} to {} (branch {}{} at {}): {} LFS object(s), {} uploaded\n{}\n",
+             outcome.status == hub::PublishStatus::no_changes
+                 ? (outcome.tag.empty() ? "no changes to" : "no changes; tagged")
+                 : "published",
+             outcome.kernel, outcome.repo_id, outcome.branch, outcome.tag.empty() ? "" : ", tag " + outcome.tag,
+             outcome.commit.substr(0, 12), outcome.traffic.lfs_objects_uploaded,
+             util::human_size(outcome.traffic.lfs_bytes_uploaded), outcome.url);
   return ExitCode::ok;
 }
 

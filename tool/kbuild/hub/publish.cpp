@@ -15,6 +15,20 @@
 
 namespace kbuild::hub {
 
+const char* to_string(PublishStatus status) {
+  switch (status) {
+    case PublishStatus::uploaded:
+      return "uploaded";
+    case PublishStatus::dry_run:
+      return "dry_run";
+    case PublishStatus::pull_request_created:
+      return "pull_request_created";
+    case PublishStatus::no_changes:
+      break;
+  }
+  return "no_changes";
+}
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -351,13 +365,13 @@ Result<PublishOutcome> publish(HubClient& client, util::FileSystem& fs, const co
     if (auto tag = refs.tags.find(options.tag);
         !options.tag.empty() && tag != refs.tags.end() && !options.force && !options.dry_run) {
       KB_TRY(released_already(client, target, options, tag->second, owned));
-      outcome.status = "no_changes";
+      outcome.status = PublishStatus::no_changes;
       outcome.commit = tag->second;
       outcome.traffic = client.stats();
       return outcome;
     }
     if (options.dry_run) {
-      outcome.status = "dry_run";
+      outcome.status = PublishStatus::dry_run;
       return outcome;
     }
     std::optional<std::string> pr;
@@ -375,11 +389,11 @@ Result<PublishOutcome> publish(HubClient& client, util::FileSystem& fs, const co
     outcome.pull_request_url = pr;
     outcome.commit = *version_done;
     if (options.create_pr) {
-      outcome.status = pr ? "pull_request_created" : "no_changes";
+      outcome.status = pr ? PublishStatus::pull_request_created : PublishStatus::no_changes;
       outcome.traffic = client.stats();
       return outcome;  // a release tag on an unmerged pull request would mislead
     }
-    outcome.status = changed ? "uploaded" : "no_changes";
+    outcome.status = changed ? PublishStatus::uploaded : PublishStatus::no_changes;
     break;
   }
   if (!options.tag.empty()) KB_TRY(tag_release(client, repo, options.tag, outcome.commit, refs));

@@ -57,8 +57,13 @@ struct PlannedBranch {
   CommitPlan plan;
 };
 
+/// How a publish ended (also the `status` of `kbuild publish --json`, as to_string spells it).
+enum class PublishStatus { uploaded, no_changes, dry_run, pull_request_created };
+/// "uploaded", "no_changes", "dry_run", "pull_request_created".
+const char* to_string(PublishStatus status);
+
 struct PublishOutcome {
-  std::string status;  ///< "uploaded", "no_changes", "dry_run", "pull_request_created"
+  PublishStatus status = PublishStatus::no_changes;
   std::string kernel;  ///< general.name
   std::string repo_id;
   std::string branch;
