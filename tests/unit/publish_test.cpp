@@ -339,7 +339,7 @@ TEST_F(PublishFixture, VersionsInfoAndWhoamiAskTheHub) {
   inspect.target = "not a repo";
   EXPECT_EQ(usecase::versions(inspect, *hub_services).error().code, ExitCode::usage);
 
-  auto me = usecase::whoami(std::nullopt, *hub_services);
+  auto me = usecase::whoami({}, *hub_services);
   ASSERT_TRUE(me) << me.error().message;
   EXPECT_EQ(me->name, "alice");
   EXPECT_EQ(me->token_origin, "HF_TOKEN");

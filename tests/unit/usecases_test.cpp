@@ -102,7 +102,7 @@ using CacheFixture = fakes::BuildFixture;
 
 TEST_F(CacheFixture, StatsPruneVerifyAndClean) {
   ASSERT_TRUE(usecase::build(request(), services));
-  auto stats = usecase::cache_stats(services);
+  auto stats = usecase::cache_stats({}, services);
   ASSERT_TRUE(stats) << stats.error().message;
   EXPECT_EQ(stats->directory, "/cache");
   EXPECT_EQ(stats->summary.counters.stores, 4u);
@@ -115,10 +115,10 @@ TEST_F(CacheFixture, StatsPruneVerifyAndClean) {
   auto dry = usecase::cache_prune({"0", true, true}, services);
   ASSERT_TRUE(dry) << dry.error().message;
   EXPECT_FALSE(dry->report.removed.empty());
-  EXPECT_EQ(usecase::cache_stats(services)->usage.total_bytes(), stats->usage.total_bytes());  // nothing removed
+  EXPECT_EQ(usecase::cache_stats({}, services)->usage.total_bytes(), stats->usage.total_bytes());  // nothing removed
 
   fs.put("/cache/objects/ab/" + std::string(64, 'a'), "not what its name says");
-  auto verified = usecase::cache_verify(services);
+  auto verified = usecase::cache_verify({}, services);
   ASSERT_TRUE(verified) << verified.error().message;
   EXPECT_EQ(verified->report.removed, 1u);
 

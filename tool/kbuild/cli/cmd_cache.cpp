@@ -20,7 +20,7 @@ std::string human(std::uint64_t bytes) {
 Result<ExitCode> run_stats(bool json, Services& services) {
   LogReporter reporter(false);
   auto use_case_services = services.with(reporter);
-  KB_TRY_ASSIGN(auto stats, usecase::cache_stats(use_case_services));
+  KB_TRY_ASSIGN(auto stats, usecase::cache_stats({}, use_case_services));
   const auto& dir = stats.directory;
   const auto& usage = stats.usage;
   const auto& remote = stats.remote;
@@ -105,7 +105,7 @@ Result<ExitCode> run_clean_cache(const usecase::CacheCleanRequest& request, Serv
 Result<ExitCode> run_verify(Services& services) {
   LogReporter reporter(false);
   auto use_case_services = services.with(reporter);
-  KB_TRY_ASSIGN(auto outcome, usecase::cache_verify(use_case_services));
+  KB_TRY_ASSIGN(auto outcome, usecase::cache_verify({}, use_case_services));
   const auto& report = outcome.report;
   for (const auto& problem : report.problems) fmt::print("  {}\n", problem);
   fmt::print("checked {} objects and {} manifests in {}: {} damaged, removed; {} leftover temporary file(s) removed\n",

@@ -17,7 +17,7 @@ Result<ExitCode> run_whoami(const WhoamiOptions& options, Services& services) {
   log_requests(options.verbose);
   LogReporter reporter(false);
   auto use_case_services = services.with(reporter);
-  KB_TRY_ASSIGN(auto outcome, usecase::whoami(options.endpoint, use_case_services));
+  KB_TRY_ASSIGN(auto outcome, usecase::whoami({options.endpoint}, use_case_services));
   fmt::print("{} (token from {}, endpoint {})\n", outcome.name, outcome.token_origin, outcome.endpoint);
   return ExitCode::ok;
 }

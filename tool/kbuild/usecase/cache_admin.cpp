@@ -23,7 +23,7 @@ Result<std::unique_ptr<util::FileLock>> exclusive_use(Services& services, const 
 }
 }  // namespace
 
-Result<CacheStatsOutcome> cache_stats(Services& services) {
+Result<CacheStatsOutcome> cache_stats(const CacheStatsRequest&, Services& services) {
   CacheStatsOutcome outcome;
   outcome.directory = cache_dir(services);
   KB_TRY_ASSIGN(outcome.summary, cache::CompileCache::summarize(services.fs, outcome.directory));
@@ -61,7 +61,7 @@ Result<CacheCleanOutcome> cache_clean(const CacheCleanRequest& request, Services
   return outcome;
 }
 
-Result<CacheVerifyOutcome> cache_verify(Services& services) {
+Result<CacheVerifyOutcome> cache_verify(const CacheVerifyRequest&, Services& services) {
   CacheVerifyOutcome outcome;
   outcome.directory = cache_dir(services);
   KB_TRY_ASSIGN(outcome.report, cache::CompileCache::verify(services.fs, outcome.directory));

@@ -22,7 +22,10 @@ struct CacheStatsOutcome {
   std::optional<cache::RemoteSettings> remote;
 };
 
-Result<CacheStatsOutcome> cache_stats(Services& services);
+/// Nothing to choose yet: the request keeps `kbuild cache stats` on the one shape of every use case.
+struct CacheStatsRequest {};
+
+Result<CacheStatsOutcome> cache_stats(const CacheStatsRequest& request, Services& services);
 
 struct CachePruneRequest {
   std::optional<std::string> max_size;  ///< --max-size; default KBUILD_CACHE_MAX_SIZE
@@ -57,7 +60,9 @@ struct CacheVerifyOutcome {
   cache::CompileCache::VerifyReport report;
 };
 
+struct CacheVerifyRequest {};
+
 /// Re-hashes every object and manifest; damaged ones and leftover temporary files are removed.
-Result<CacheVerifyOutcome> cache_verify(Services& services);
+Result<CacheVerifyOutcome> cache_verify(const CacheVerifyRequest& request, Services& services);
 
 }  // namespace kbuild::usecase

@@ -100,8 +100,8 @@ Result<InfoOutcome> info(const InspectRequest& request, Services& services) {
   return outcome;
 }
 
-Result<WhoamiOutcome> whoami(const std::optional<std::string>& endpoint, Services& services) {
-  HubAccess hub = open_hub(services, endpoint);
+Result<WhoamiOutcome> whoami(const WhoamiRequest& request, Services& services) {
+  HubAccess hub = open_hub(services, request.endpoint);
   KB_TRY_ASSIGN(std::string name, hub.client->whoami());
   return WhoamiOutcome{name, hub.token->origin, hub.client->endpoint()};
 }

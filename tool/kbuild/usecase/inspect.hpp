@@ -46,7 +46,11 @@ struct WhoamiOutcome {
   std::string endpoint;
 };
 
+struct WhoamiRequest {
+  std::optional<std::string> endpoint;  ///< --endpoint; default $HF_ENDPOINT, else the Hub
+};
+
 /// An error (exit 2) without a token; the Hub's answer otherwise.
-Result<WhoamiOutcome> whoami(const std::optional<std::string>& endpoint, Services& services);
+Result<WhoamiOutcome> whoami(const WhoamiRequest& request, Services& services);
 
 }  // namespace kbuild::usecase
