@@ -37,6 +37,15 @@ TEST(MemoryBudget, AJobIsExpectedToNeedItsLastPeakAndAQuarterOrItsKindsFigure) {
   EXPECT_EQ(expected_job_kib(plan::JobKind::link, 0), k_gib);
   EXPECT_EQ(expected_job_kib(plan::JobKind::compile_cuda, 400 * 1024), 500 * 1024);
   EXPECT_EQ(expected_job_kib(plan::JobKind::install, 400 * 1024), 0u);
+  // nvcc --threads 4: four cicc at once, each as large as the largest wait4 saw.
+  EXPECT_EQ(expected_job_kib(plan::JobKind::compile_cuda, 400 * 1024, 4), 2000u * 1024);
+  plan::Job nvcc;
+  nvcc.kind = plan::JobKind::compile_cuda;
+  EXPECT_EQ(concurrent_processes(nvcc), 1u);
+  nvcc.run_args = {"--threads", "4"};
+  EXPECT_EQ(concurrent_processes(nvcc), 4u);
+  nvcc.kind = plan::JobKind::compile_cxx;
+  EXPECT_EQ(concurrent_processes(nvcc), 1u);
   EXPECT_EQ(format_kib(3 * k_gib / 2), "1.5 GiB");
   EXPECT_EQ(format_kib(512 * 1024), "512 MiB");
 }

@@ -152,7 +152,9 @@ class Run {
     return index;
   }
 
-  std::uint64_t expected_kib(size_t index) const { return expected_job_kib(m_jobs[index].kind, m_peak_kib[index]); }
+  std::uint64_t expected_kib(size_t index) const {
+    return expected_job_kib(m_jobs[index].kind, m_peak_kib[index], concurrent_processes(m_jobs[index]));
+  }
 
   void start(size_t index) {
     const plan::Job& job = m_jobs[index];

@@ -91,10 +91,21 @@ std::optional<std::pair<std::uint64_t, fs::path>> cgroup_room_kib(const util::Fi
 
 }  // namespace
 
-std::uint64_t expected_job_kib(plan::JobKind kind, std::uint64_t recorded_peak_kib) {
+std::uint64_t expected_job_kib(plan::JobKind kind, std::uint64_t recorded_peak_kib, unsigned processes) {
   if (kind == plan::JobKind::generate || kind == plan::JobKind::install) return 0;
-  if (recorded_peak_kib > 0) return recorded_peak_kib + recorded_peak_kib / 4;
-  return kind == plan::JobKind::compile_cuda ? 3 * k_gib_in_kib : k_gib_in_kib;
+  const std::uint64_t each = recorded_peak_kib > 0                 ? recorded_peak_kib + recorded_peak_kib / 4
+                             : kind == plan::JobKind::compile_cuda ? 3 * k_gib_in_kib
+                                                                   : k_gib_in_kib;
+  return each * std::max(1u, processes);
+}
+
+unsigned concurrent_processes(const plan::Job& job) {
+  if (job.kind != plan::JobKind::compile_cuda) return 1;
+  for (size_t i = 0; i + 1 < job.run_args.size(); ++i)
+    if (job.run_args[i] == "--threads")
+      if (auto threads = leading_number(job.run_args[i + 1]); threads && *threads > 0)
+        return static_cast<unsigned>(std::min<std::uint64_t>(*threads, 64));
+  return 1;
 }
 
 MemoryBudget available_memory(const util::FileSystem& fs) {

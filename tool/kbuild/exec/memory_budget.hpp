@@ -30,8 +30,13 @@ struct MemoryBudget {
 
 /// What a job of `kind` is expected to need at its peak: the last recorded peak plus a quarter, or
 /// without one a conservative figure (CUDA compile 3 GiB, C++ compile and link 1 GiB); 0 for
-/// in-process jobs.
-std::uint64_t expected_job_kib(plan::JobKind kind, std::uint64_t recorded_peak_kib);
+/// in-process jobs. `processes` compiler processes at once (nvcc --threads: one cicc/ptxas per
+/// architecture) each need that much: wait4 reports the largest one, not their sum.
+std::uint64_t expected_job_kib(plan::JobKind kind, std::uint64_t recorded_peak_kib, unsigned processes = 1);
+
+/// How many compiler processes `job` runs at once: nvcc's `--threads N` (the planner caps it at the
+/// unit's architectures), else 1.
+unsigned concurrent_processes(const plan::Job& job);
 
 /// The memory available to this process now (see above), read through `fs` (/proc and /sys).
 MemoryBudget available_memory(const util::FileSystem& fs);
