@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "kbuild/layout/install.hpp"
 #include "kbuild/util/strings.hpp"
 
 namespace kbuild::fakes {
@@ -76,7 +77,7 @@ Result<void> RecordingActions::run(const plan::Job& job) {
   if (const auto* write = std::get_if<plan::WriteFiles>(&job.action))
     for (const auto& [path, content] : write->files) KB_TRY(m_fs.write_file_atomic(path, content));
   if (const auto* install = std::get_if<plan::InstallVariant>(&job.action))
-    KB_TRY(m_fs.write_file_atomic(install->spec.variant_dir / "metadata.json", install->spec.metadata.to_json()));
+    KB_TRY(m_fs.write_file_atomic(install->spec->variant_dir / "metadata.json", install->spec->metadata.to_json()));
   return {};
 }
 

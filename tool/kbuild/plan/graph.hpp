@@ -4,13 +4,17 @@
 
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <variant>
 #include <vector>
 
-#include "kbuild/layout/install.hpp"
 #include "kbuild/util/result.hpp"
+
+namespace kbuild::layout {
+struct InstallSpec;  // layout/install.hpp: kept out of this header, which most of kbuild includes
+}
 
 namespace kbuild::plan {
 
@@ -30,7 +34,7 @@ struct WriteFiles {
   std::vector<std::pair<fs::path, std::string>> files;  ///< path -> content, each written atomically
 };
 struct InstallVariant {
-  layout::InstallSpec spec;
+  std::shared_ptr<const layout::InstallSpec> spec;  ///< never null; shared by copies of the job
 };
 using JobAction = std::variant<std::monostate, WriteFiles, InstallVariant>;
 

@@ -98,7 +98,7 @@ Job install_job(const std::string& name, const layout::InstallSpec& spec, const 
   install.outputs.push_back(spec.variant_dir / "metadata.json");
   install.deps = std::move(deps);
   install.key = hash_key({"install-v1", spec.ops_py, spec.metadata.to_json(), util::join(spec.python_files, "\n")});
-  install.action = InstallVariant{spec};
+  install.action = InstallVariant{std::make_shared<const layout::InstallSpec>(spec)};
   return install;
 }
 

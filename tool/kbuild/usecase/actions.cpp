@@ -10,7 +10,7 @@ Result<void> LayoutActions::run(const plan::Job& job) {
     return {};
   }
   if (const auto* install = std::get_if<plan::InstallVariant>(&job.action))
-    return layout::install_variant(m_fs, install->spec);
+    return layout::install_variant(m_fs, *install->spec);
   return fail("internal error: job " + job.id + " has no in-process action");
 }
 
