@@ -47,7 +47,6 @@ ExitCode print_names(const std::string& kernel_dir, const Result<usecase::ListVa
                      Services& services) {
   std::vector<std::string> names;
   if (auto built = usecase::built_variant_names(services.fs, kernel_dir)) names = *built;
-  std::sort(names.begin(), names.end());
   if (listed)
     for (const auto& item : listed->variants)
       if (std::find(names.begin(), names.end(), item.variant.name()) == names.end())
